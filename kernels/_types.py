@@ -1,0 +1,61 @@
+"""The pytrees the kernels take and return. Dimension letters: R resources (links, then devices),
+N items (flows, then compute tasks), H hops per item, P predecessors per item.
+
+Padding conventions (fixed shapes, so one compile serves many scenarios):
+- `route[n, h] == R` is "no hop": it gathers a neutral value (infinite share, zero latency).
+- `after[n, p] == N` is "no predecessor": it reads as done, finished at time 0.
+- An item with no real hop at all is padding: done at t = 0 and never reported.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+from jaxtyping import Array, Bool, Float, Int
+
+# Bit flags in SimState.status (faults inside jit are data; the public entry raises).
+OK, MAX_EVENTS, STALLED, NONFINITE = 0, 1, 2, 4
+
+
+class Network(eqx.Module):
+    """What a sweep or a calibration varies: per-resource capacity and latency."""
+
+    capacity: Float[Array, " R"]  # bytes/s for links; work-seconds per second (1.0) for devices
+    latency: Float[Array, " R"]  # s, paid once per item crossing the resource, before its first byte
+
+
+class Program(eqx.Module):
+    """Items (flows and tasks) with their routes, sizes and dependencies."""
+
+    route: Int[Array, "N H"]  # resource index per hop; R = no hop
+    size: Float[Array, " N"]  # bytes (flows) or seconds of work (tasks)
+    release: Float[Array, " N"]  # s: earliest start
+    overhead: Float[Array, " N"]  # s: fixed delay before the first byte, on top of route latency
+    after: Int[Array, "N P"]  # predecessor item indices; N = none
+
+
+class Allocation(eqx.Module):
+    """One max-min fair allocation."""
+
+    rate: Float[Array, " N"]  # bytes/s; 0 for inactive items
+    bottleneck: Int[Array, " N"]  # hop index of the link that froze the item (its bottleneck)
+    load: Float[Array, " R"]  # sum of the rates crossing each resource
+    rounds: Int[Array, ""]  # freezing rounds used
+
+
+class SimState(eqx.Module):
+    """The event loop's state; at the end, the simulation's result."""
+
+    time: Float[Array, ""]  # s
+    remaining: Float[Array, " N"]  # bytes (or work) still to move
+    started: Bool[Array, " N"]
+    done: Bool[Array, " N"]
+    start: Float[Array, " N"]  # s; inf until started
+    first_byte: Float[Array, " N"]  # s: start + route latency + overhead
+    finish: Float[Array, " N"]  # s; inf until done
+    resource_bytes: Float[Array, " R"]  # bytes carried (work done, for devices)
+    resource_busy: Float[Array, " R"]  # s with at least one item moving through
+    held: Float[Array, "N H"]  # s each item spent with hop h as its bottleneck
+    events: Int[Array, ""]
+    rounds: Int[Array, ""]  # max-min rounds over all events
+    max_rounds: Int[Array, ""]  # most rounds any one event needed
+    status: Int[Array, ""]  # OK or MAX_EVENTS | STALLED | NONFINITE bits

@@ -1,0 +1,118 @@
+"""Event-driven flow-level simulation to completion, as one loop over events."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import equinox.internal as eqxi
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Float
+
+from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Network, Program, SimState
+from .maxmin import gather, maxmin_rates
+
+# Items whose projected finish lies within this relative distance of the next event finish with it:
+# simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
+TIE = 1e-12
+
+
+def route_latency(network: Network, program: Program) -> Float[Array, " N"]:
+    """s from start to first byte: the route's latencies plus the item's fixed overhead."""
+    return jnp.sum(gather(network.latency, program.route, 0.0), axis=1) + program.overhead
+
+
+def initial_state(program: Program, n_resources: int) -> SimState:
+    n_items, n_hops = program.route.shape
+    dt = program.size.dtype
+    padding = ~jnp.any(program.route < n_resources, axis=1)
+    inf = jnp.full(n_items, jnp.inf, dt)
+    zero = jnp.zeros((), jnp.int32)
+    return SimState(
+        time=jnp.zeros((), dt), remaining=jnp.where(padding, 0.0, program.size),
+        started=padding, done=padding,
+        start=jnp.where(padding, 0.0, inf), first_byte=jnp.where(padding, 0.0, inf),
+        finish=jnp.where(padding, 0.0, inf),
+        resource_bytes=jnp.zeros(n_resources, dt), resource_busy=jnp.zeros(n_resources, dt),
+        held=jnp.zeros((n_items, n_hops), dt), events=zero, rounds=zero, max_rounds=zero, status=zero)
+
+
+def step(network: Network, program: Program, latency: Float[Array, " N"], s: SimState,
+         *, loop: str = "lax") -> SimState:
+    """Starts what is ready at s.time, allocates rates, and advances to the next event."""
+    t = s.time
+    n_resources = network.capacity.shape[0]
+    # 1. Start every item whose predecessors are done and whose release time has come. Its start is
+    #    exactly max(release, last predecessor's finish): no drift from the event clock.
+    pred_done = jnp.all(_pad(s.done, True)[program.after], axis=1)
+    pred_finish = jnp.max(_pad(s.finish, 0.0)[program.after], axis=1)
+    ready = ~s.started & pred_done
+    begin = ready & (program.release <= t)
+    start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
+    first_byte = jnp.where(begin, start + latency, s.first_byte)
+    started = s.started | begin
+    moving = started & ~s.done & (first_byte <= t)
+
+    # 2. Max-min fair rates of the items that are moving bytes.
+    alloc = maxmin_rates(network.capacity, program.route, moving, loop=loop)
+    rate = alloc.rate
+
+    # 3. Next event: a completion, a first byte (latency expiry) or a release.
+    positive = rate > 0
+    t_done = jnp.where(moving & positive, t + s.remaining / jnp.where(positive, rate, 1.0), jnp.inf)
+    t_done = jnp.where(moving & (s.remaining <= 0), t, t_done)
+    t_first = jnp.where(started & ~s.done & ~moving, first_byte, jnp.inf)
+    t_release = jnp.where(ready & ~begin, program.release, jnp.inf)
+    t_next = jnp.minimum(jnp.min(t_done), jnp.minimum(jnp.min(t_first), jnp.min(t_release)))
+    stalled = ~jnp.isfinite(t_next)
+    t_next = jnp.where(stalled, t, t_next)
+    gap = t_next - t
+
+    # 4. Advance: move bytes, finish what completes at t_next (ties within TIE finish together).
+    finishing = moving & (t_done <= t_next + TIE * jnp.abs(t_next))
+    remaining = jnp.where(moving, jnp.maximum(s.remaining - rate * gap, 0.0), s.remaining)
+    remaining = jnp.where(finishing, 0.0, remaining)
+    n_hops = program.route.shape[1]
+    on_bottleneck = jnp.arange(n_hops)[None, :] == alloc.bottleneck[:, None]
+    held = s.held + jnp.where(moving[:, None] & on_bottleneck, gap, 0.0)
+    bad = ~jnp.all(jnp.isfinite(remaining)) | ~jnp.isfinite(t_next)
+    status = s.status | jnp.where(stalled, STALLED, OK) | jnp.where(bad, NONFINITE, OK)
+    return SimState(
+        time=t_next, remaining=remaining, started=started, done=s.done | finishing,
+        start=start, first_byte=first_byte, finish=jnp.where(finishing, t_next, s.finish),
+        resource_bytes=s.resource_bytes + alloc.load * gap,
+        resource_busy=s.resource_busy + jnp.where(alloc.load > 0, gap, 0.0),
+        held=held, events=s.events + 1, rounds=s.rounds + alloc.rounds,
+        max_rounds=jnp.maximum(s.max_rounds, alloc.rounds), status=status.astype(jnp.int32))
+
+
+def run(network: Network, program: Program, *, max_events: int, loop: str = "lax") -> SimState:
+    """Simulates `program` on `network` until every item is done or `max_events` events have passed.
+
+    One event handles every completion, first byte and release that falls on the same instant.
+    Differentiable in capacity, latency, size, release and overhead: forward mode with loop="lax",
+    reverse mode with loop="checkpointed" (equinox's checkpointed while loop). At ties between event
+    times the result is piecewise smooth: derivatives there are one-sided.
+
+    Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
+    """
+    if program.size.dtype != jnp.float64 or network.capacity.dtype != jnp.float64:
+        raise ValueError(
+            "netsim.kernels.run needs float64 sizes and capacities (simulated time accumulates in float64);"
+            f" got {program.size.dtype} and {network.capacity.dtype}: enable x64 with"
+            " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`")
+    n_resources = network.capacity.shape[0]
+    latency = route_latency(network, program)
+
+    def unfinished(s: SimState) -> Bool[Array, ""]:
+        return ~jnp.all(s.done) & (s.events < max_events) & (s.status == OK)
+
+    s = eqxi.while_loop(
+        unfinished, lambda s: step(network, program, latency, s, loop=loop),
+        initial_state(program, n_resources),
+        max_steps=None if loop == "lax" else max_events, kind=loop)
+    late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)
+    return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))
+
+
+def _pad(x: Array, value) -> Array:
+    """x with one extra trailing entry, read by padding indices."""
+    return jnp.concatenate([x, jnp.full((1,), value, x.dtype)])

@@ -1,0 +1,211 @@
+"""Result: what a simulation produced, as NumPy arrays with names."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from ._compile import Compiled
+from ._scenario import write_atomic
+from ._units import format_quantity
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """One flow's or task's times (s). For tasks, first_byte == start."""
+
+    id: str
+    start: float
+    first_byte: float
+    finish: float
+
+    @property
+    def duration(self) -> float:
+        return self.finish - self.start
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """Per-flow, per-task and per-link outcome of one simulated scenario. Times in s, sizes in bytes."""
+
+    compiled: Compiled
+    flow_ids: tuple[str, ...]
+    flow_start: np.ndarray
+    flow_first_byte: np.ndarray
+    flow_finish: np.ndarray
+    task_ids: tuple[str, ...]
+    task_start: np.ndarray
+    task_finish: np.ndarray
+    link_ids: tuple[str, ...]
+    link_bytes: np.ndarray  # bytes carried
+    link_busy: np.ndarray  # s with traffic
+    device_ids: tuple[str, ...]
+    device_busy: np.ndarray  # s with at least one task running
+    held: np.ndarray  # [flows, hops] s each flow spent bottlenecked on each hop of its route
+    makespan: float
+    events: int
+    rounds: int  # max-min rounds over all events
+    max_rounds: int  # most rounds of one event
+    wall_time: float  # s, including compile when it happened
+
+    @classmethod
+    def from_state(cls, compiled: Compiled, state, wall_time: float) -> Result:
+        s = {f.name: np.asarray(getattr(state, f.name)) for f in dataclasses.fields(state)}
+        nf, nt, nl = compiled.n_flows, compiled.n_tasks, compiled.n_links
+        nd = len(compiled.devices)
+        items = slice(0, nf + nt)
+        finish = s["finish"][items]
+        return cls(
+            compiled=compiled,
+            flow_ids=tuple(f.id for f in compiled.scenario.flows),
+            flow_start=s["start"][:nf], flow_first_byte=s["first_byte"][:nf], flow_finish=s["finish"][:nf],
+            task_ids=tuple(t.id for t in compiled.scenario.tasks),
+            task_start=s["start"][nf:nf + nt], task_finish=s["finish"][nf:nf + nt],
+            link_ids=tuple(link.id for link in compiled.scenario.links),
+            link_bytes=s["resource_bytes"][:nl], link_busy=s["resource_busy"][:nl],
+            device_ids=compiled.devices, device_busy=s["resource_busy"][nl:nl + nd],
+            held=s["held"][:nf],
+            makespan=float(finish.max()) if finish.size else 0.0,
+            events=int(s["events"]), rounds=int(s["rounds"]), max_rounds=int(s["max_rounds"]),
+            wall_time=wall_time)
+
+    # --- lookups --------------------------------------------------------------------------------
+    @property
+    def link_bandwidth(self) -> np.ndarray:
+        return np.array([link.bandwidth for link in self.compiled.scenario.links])
+
+    @property
+    def link_utilization(self) -> np.ndarray:
+        """Mean fraction of each link's capacity used over the makespan."""
+        span = self.makespan if self.makespan > 0 else 1.0
+        return self.link_bytes / (self.link_bandwidth * span)
+
+    def flow(self, flow_id: str) -> Timing:
+        i = _find(self.flow_ids, flow_id, "flow")
+        return Timing(flow_id, float(self.flow_start[i]), float(self.flow_first_byte[i]), float(self.flow_finish[i]))
+
+    def task(self, task_id: str) -> Timing:
+        i = _find(self.task_ids, task_id, "task")
+        return Timing(task_id, float(self.task_start[i]), float(self.task_start[i]), float(self.task_finish[i]))
+
+    def timing(self, item_id: str) -> Timing:
+        """A flow's or a task's times."""
+        return self.flow(item_id) if item_id in _positions(self.flow_ids) else self.task(item_id)
+
+    def bottlenecks(self, flow_id: str) -> dict[str, float]:
+        """Seconds the flow spent held back by each link of its route (links that never held it are left out).
+
+        The flow's time is first_byte - start of latency, then the sum of these values of transfer.
+        """
+        i = _find(self.flow_ids, flow_id, "flow")
+        out: dict[str, float] = {}
+        for hop, lid in enumerate(self.compiled.routes[i]):
+            if self.held[i, hop] > 0:
+                out[lid] = out.get(lid, 0.0) + float(self.held[i, hop])
+        return out
+
+    def link_held(self) -> dict[str, float]:
+        """Flow-seconds of congestion each link caused, summed over all flows: where the fabric hurts."""
+        out: dict[str, float] = {}
+        for i, route in enumerate(self.compiled.routes):
+            for hop, lid in enumerate(route):
+                out[lid] = out.get(lid, 0.0) + float(self.held[i, hop])
+        return out
+
+    # --- output ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        flows = [{"id": fid, "start": float(a), "first_byte": float(b), "finish": float(c),
+                  "bottlenecks": self.bottlenecks(fid)}
+                 for fid, a, b, c in zip(self.flow_ids, self.flow_start, self.flow_first_byte,
+                                         self.flow_finish, strict=True)]
+        tasks = [{"id": tid, "start": float(a), "finish": float(b)}
+                 for tid, a, b in zip(self.task_ids, self.task_start, self.task_finish, strict=True)]
+        links = [{"id": lid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
+                 for lid, b, u, x in zip(self.link_ids, self.link_bytes, self.link_busy,
+                                         self.link_utilization, strict=True)]
+        return {"scenario": self.compiled.scenario.name, "makespan": self.makespan, "events": self.events,
+                "rounds": self.rounds, "max_rounds": self.max_rounds, "wall_time": self.wall_time,
+                "flows": flows, "tasks": tasks, "links": links}
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes JSON, or HDF5 when the name ends in .h5/.hdf5; atomically either way."""
+        path = os.fspath(path)
+        if path.endswith((".h5", ".hdf5")):
+            self._save_hdf5(path)
+        else:
+            write_atomic(path, json.dumps(self.to_dict(), indent=1))
+
+    def _save_hdf5(self, path: str) -> None:
+        import h5py
+
+        tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.path.basename(path)}")
+        try:
+            with h5py.File(tmp, "w") as f:
+                f.attrs.update(scenario=self.compiled.scenario.name, makespan=self.makespan,
+                               events=self.events, rounds=self.rounds, max_rounds=self.max_rounds,
+                               wall_time=self.wall_time)
+                for group, ids, cols in (
+                        ("flows", self.flow_ids, {"start": self.flow_start, "first_byte": self.flow_first_byte,
+                                                  "finish": self.flow_finish}),
+                        ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
+                        ("links", self.link_ids, {"bytes": self.link_bytes, "busy": self.link_busy,
+                                                  "utilization": self.link_utilization})):
+                    g = f.create_group(group)
+                    g["id"] = np.array(ids, dtype=h5py.string_dtype())
+                    for name, col in cols.items():
+                        g[name] = col
+                f["flows"]["held"] = self.held
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def summary(self, top: int = 5) -> str:
+        """A readable table: totals, the slowest flows with their bottleneck, the busiest links."""
+        sc = self.compiled.scenario
+        lines = [f"scenario {sc.name or '(unnamed)'}: {len(sc.links)} links, {len(sc.flows)} flows, "
+                 f"{len(sc.tasks)} tasks",
+                 f"makespan {format_quantity(self.makespan, 'time')}   events {self.events}   "
+                 f"max-min rounds {self.rounds} (max {self.max_rounds} per event)   "
+                 f"wall {format_quantity(self.wall_time, 'time')}"]
+        if self.flow_ids:
+            order = np.argsort(-self.flow_finish)[:top]
+            lines += ["", f"{'slowest flows':<28}{'start':>12}{'finish':>12}{'rate':>14}  held back by"]
+            for i in order:
+                fid = self.flow_ids[i]
+                span = self.flow_finish[i] - self.flow_first_byte[i]
+                rate = sc.flows[i].bytes / span if span > 0 else float("inf")
+                held = self.bottlenecks(fid)
+                worst = max(held, key=held.get) if held else "-"
+                lines.append(f"{fid[:27]:<28}{format_quantity(self.flow_start[i], 'time'):>12}"
+                             f"{format_quantity(self.flow_finish[i], 'time'):>12}"
+                             f"{format_quantity(rate, 'bandwidth'):>14}  {worst}")
+        if self.link_ids:
+            util = self.link_utilization
+            order = np.argsort(-util)[:top]
+            lines += ["", f"{'busiest links':<28}{'bytes':>12}{'busy':>12}{'util':>8}"]
+            for i in order:
+                lines.append(f"{self.link_ids[i][:27]:<28}{format_quantity(self.link_bytes[i], 'bytes'):>12}"
+                             f"{format_quantity(self.link_busy[i], 'time'):>12}{util[i]:>8.1%}")
+        if self.task_ids:
+            lines += ["", f"{len(self.task_ids)} tasks on {len(self.device_ids)} devices; busiest device "
+                      f"{self.device_ids[int(np.argmax(self.device_busy))]} "
+                      f"({format_quantity(float(self.device_busy.max()), 'time')} busy)"]
+        return "\n".join(lines)
+
+
+@functools.lru_cache(maxsize=64)
+def _positions(ids: tuple[str, ...]) -> dict[str, int]:
+    return {k: i for i, k in enumerate(ids)}
+
+
+def _find(ids: tuple[str, ...], key: str, kind: str) -> int:
+    try:
+        return _positions(ids)[key]
+    except KeyError:
+        raise KeyError(f"no {kind} with id {key!r}") from None

@@ -1,0 +1,62 @@
+"""`netsim` command line: run a scenario file; sweep and calibrate register their own subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+import jax
+
+
+def _run(args: argparse.Namespace) -> int:
+    import netsim
+
+    scenario = netsim.Scenario.load(args.scenario)
+    print(f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
+          f"{len(scenario.tasks)} tasks) on {jax.default_backend()}", file=sys.stderr)
+    result = netsim.simulate(scenario, max_events=args.max_events)
+    print(result.summary(top=args.top))
+    if args.out:
+        result.save(args.out)
+        print(f"\nwrote {args.out}")
+    if args.trace:
+        from netsim.timeline import save_trace
+
+        save_trace(result, args.trace)
+        print(f"wrote {args.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="netsim", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="simulate a scenario JSON file and print a summary")
+    run.add_argument("scenario", help="scenario JSON file (see docs/scenario-format.md)")
+    run.add_argument("--out", help="write results: .json, or .h5 for HDF5")
+    run.add_argument("--trace", help="write a Chrome/Perfetto trace JSON of flows and tasks")
+    run.add_argument("--max-events", type=int, default=None, help="event-loop bound (default: 3 x items + 16)")
+    run.add_argument("--top", type=int, default=5, help="rows in the summary tables")
+    run.set_defaults(handler=_run)
+    for module in ("netsim._sweep_cli", "netsim._calibrate_cli"):
+        try:
+            importlib.import_module(module).register(sub)
+        except ModuleNotFoundError as e:
+            if e.name != module:
+                raise
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import netsim
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (netsim.ScenarioError, netsim.SimulationError, OSError) as e:
+        print(f"netsim: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

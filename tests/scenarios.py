@@ -1,0 +1,49 @@
+"""Seeded random scenarios for property tests: random fabrics, flows with ties, zero bytes, latencies,
+releases, dependency DAGs and compute tasks. All share one padded shape, so they share one compile."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import netsim
+
+PAD = {"pad_items": 64, "pad_hops": 8, "pad_after": 4, "pad_resources": 64}
+
+
+def random_fabric(rng: np.random.Generator, n_nodes: int) -> list[netsim.Link]:
+    """A bidirectional ring plus random chords: always strongly connected."""
+    pairs = {(i, (i + 1) % n_nodes) for i in range(n_nodes)}
+    for _ in range(n_nodes // 2):
+        a, b = rng.choice(n_nodes, 2, replace=False)
+        pairs.add((int(a), int(b)))
+    links = []
+    bandwidths = [1e9, 2e9, 5e9]  # few distinct values: equal shares (ties) happen often
+    for a, b in sorted(pairs):
+        for s, d in ((a, b), (b, a)):
+            if not any(x.src == f"n{s}" and x.dst == f"n{d}" for x in links):
+                lat = float(rng.choice([0.0, 1e-6, 2.5e-6]))
+                links.append(netsim.Link(f"n{s}->n{d}", f"n{s}", f"n{d}", float(rng.choice(bandwidths)), lat))
+    return links
+
+
+def random_scenario(seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int = 8) -> netsim.Scenario:
+    rng = np.random.default_rng(seed)
+    links = random_fabric(rng, n_nodes)
+    ids = []
+    flows, tasks = [], []
+    sizes = [0.0, 1e5, 1e6, 1e6, 4e6]  # repeated sizes + zero-byte flows: simultaneous completions
+    for i in range(n_flows):
+        a, b = rng.choice(n_nodes, 2, replace=False)
+        after = tuple(rng.choice(ids, size=min(len(ids), int(rng.integers(0, 3))), replace=False)) if ids else ()
+        start = float(rng.choice([0.0, 0.0, 1e-4, 5e-4]))
+        overhead = float(rng.choice([0.0, 0.0, 3e-6]))
+        flows.append(netsim.Flow(f"f{i}", f"n{a}", f"n{b}", float(rng.choice(sizes)), start=start,
+                                 after=tuple(str(x) for x in after), overhead=overhead))
+        ids.append(f"f{i}")
+    for j in range(n_tasks):
+        after = tuple(rng.choice(ids, size=min(len(ids), int(rng.integers(0, 3))), replace=False))
+        tasks.append(netsim.Task(f"t{j}", f"gpu{int(rng.integers(0, 3))}", float(rng.choice([0.0, 1e-4, 3e-4])),
+                                 after=tuple(str(x) for x in after)))
+        ids.append(f"t{j}")
+    hop = float(rng.choice([0.0, 5e-7]))
+    return netsim.Scenario(links, flows, tasks, per_hop_latency=hop, name=f"random{seed}")

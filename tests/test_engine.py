@@ -1,0 +1,134 @@
+"""The engine against an independent reference, hand-solved cases, and conservation laws."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import netsim
+from netsim import Flow, Link, Scenario, Task
+from reference import reference_simulate
+from scenarios import PAD, random_scenario
+
+
+def times(result: netsim.Result) -> dict[str, tuple[float, float, float]]:
+    out = {f: (result.flow(f).start, result.flow(f).first_byte, result.flow(f).finish) for f in result.flow_ids}
+    out.update({t: (result.task(t).start, result.task(t).start, result.task(t).finish) for t in result.task_ids})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_matches_reference_simulator(seed):
+    scenario = random_scenario(seed)
+    got = times(netsim.simulate(netsim.compile(scenario, **PAD)))
+    want = reference_simulate(scenario)
+    for key, w in want.items():
+        np.testing.assert_allclose(got[key], w, rtol=1e-9, atol=1e-15, err_msg=key)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_conservation_and_causality(seed):
+    scenario = random_scenario(100 + seed)
+    result = netsim.simulate(netsim.compile(scenario, **PAD))
+    # bytes delivered = bytes asked: each link carried exactly the bytes of the flows routed over it
+    want = np.zeros(len(scenario.links))
+    index = {link.id: i for i, link in enumerate(scenario.links)}
+    for flow, route in zip(scenario.flows, result.compiled.routes, strict=True):
+        for lid in route:
+            want[index[lid]] += flow.bytes
+    np.testing.assert_allclose(result.link_bytes, want, rtol=1e-9)
+    # no link carried more than capacity x busy time
+    assert np.all(result.link_bytes <= result.link_bandwidth * result.link_busy * (1 + 1e-9))
+    # causality: nothing starts before its release or before its predecessors finish
+    for item in (*scenario.flows, *scenario.tasks):
+        t = result.timing(item.id)
+        assert t.start >= item.start
+        for dep in item.after:
+            assert t.start >= result.timing(dep).finish
+        assert t.start <= t.first_byte <= t.finish
+    # the time a flow spends transferring is all attributed to some bottleneck link
+    for i, fid in enumerate(result.flow_ids):
+        t = result.flow(fid)
+        np.testing.assert_allclose(sum(result.bottlenecks(fid).values()), t.finish - t.first_byte,
+                                   rtol=1e-9, atol=1e-15)
+        assert set(result.bottlenecks(fid)) <= set(result.compiled.routes[i])
+
+
+def test_two_flows_share_and_side_link():
+    # link a: x->y 10 B/s; link b: y->z 4 B/s. f1 x->y, f2 x->z (a then b), f3 y->z starts at 0.5 s.
+    # [0, 0.5]: b is the bottleneck of f2 alone: f2 = 4, f1 takes the rest of a: 6.
+    #   At 0.5: f1 has 10 - 3 = 7 left, f2 has 10 - 2 = 8.
+    # [0.5, 1.375]: b shared by f2, f3: 2 each; f1 = 10 - 2 = 8, done after 7 / 8 = 0.875 s.
+    #   At 1.375: f2 has 8 - 1.75 = 6.25 left, f3 has 10 - 1.75 = 8.25.
+    # [1.375, 4.5]: b still shared, 2 each: f2 done after 6.25 / 2 = 3.125 s. f3 has 2 left.
+    # [4.5, 5.0]: f3 alone on b at 4: 0.5 s.
+    s = Scenario([Link("a", "x", "y", 10.0), Link("b", "y", "z", 4.0)],
+                 [Flow("f1", "x", "y", 10.0), Flow("f2", "x", "z", 10.0), Flow("f3", "y", "z", 10.0, start=0.5)])
+    r = netsim.simulate(s)
+    np.testing.assert_allclose(r.flow_finish, [1.375, 4.5, 5.0], rtol=1e-12)
+    assert r.bottlenecks("f1") == {"a": pytest.approx(1.375)}
+    assert r.bottlenecks("f2") == {"b": pytest.approx(4.5)}
+    assert r.makespan == pytest.approx(5.0)
+
+
+def test_parking_lot():
+    # Three links in a row, each 1 B/s; a long flow crosses all three, one short flow on each link.
+    # Max-min: every link has 2 users, share 1/2 for everyone: all four flows at 0.5 B/s.
+    # The short flows (1 B) finish at 2 s; then the long flow (3 B, 2 left... 3 - 1 = 2) runs alone at 1: t = 4 s.
+    links = [Link(f"l{i}", f"v{i}", f"v{i + 1}", 1.0) for i in range(3)]
+    flows = [Flow("long", "v0", "v3", 3.0)] + [Flow(f"s{i}", f"v{i}", f"v{i + 1}", 1.0) for i in range(3)]
+    r = netsim.simulate(Scenario(links, flows))
+    np.testing.assert_allclose(r.flow_finish, [4.0, 2.0, 2.0, 2.0], rtol=1e-12)
+    assert r.events == 2  # the three short flows finish together: one event
+
+
+def test_latency_and_zero_bytes():
+    # route latency 1 + 2 us, per-hop 0.5 us x 2, overhead 3 us: first byte after 7 us; then 1e3 B at 1e9 B/s.
+    links = [Link("a", "x", "y", 1e9, 1e-6), Link("b", "y", "z", 2e9, 2e-6)]
+    flows = [Flow("f", "x", "z", 1e3, overhead=3e-6), Flow("zero", "x", "z", 0.0, after=("f",))]
+    r = netsim.simulate(Scenario(links, flows, per_hop_latency=0.5e-6))
+    assert r.flow("f").first_byte == pytest.approx(7e-6, rel=1e-12)
+    assert r.flow("f").finish == pytest.approx(8e-6, rel=1e-12)
+    # a zero-byte flow still pays its latency: finishes at 8 + 4 us (3 us of route, 1 us per-hop)
+    assert r.flow("zero").finish == pytest.approx(12e-6, rel=1e-12)
+
+
+def test_tasks_share_a_device_and_chain():
+    # t1 and t2 overlap on gpu0 and share it (0.5 each): both need 2 s for 1 s of work. t3 waits on both.
+    s = Scenario([Link("l", "a", "b", 1.0)], [], [Task("t1", "gpu0", 1.0), Task("t2", "gpu0", 1.0),
+                                                  Task("t3", "gpu1", 0.5, after=("t1", "t2"))])
+    r = netsim.simulate(s)
+    np.testing.assert_allclose(r.task_finish, [2.0, 2.0, 2.5], rtol=1e-12)
+    np.testing.assert_allclose(r.device_busy, [2.0, 0.5], rtol=1e-12)
+
+
+def test_release_after_predecessors():
+    # g waits on f (done at 1 s) but is released only at 3 s: it starts at 3 s, not at 1 s.
+    s = Scenario([Link("l", "a", "b", 1.0)], [Flow("f", "a", "b", 1.0), Flow("g", "a", "b", 1.0, start=3.0,
+                                                                             after=("f",))])
+    r = netsim.simulate(s)
+    assert r.flow("g").start == 3.0
+    assert r.flow("g").finish == 4.0
+
+
+def test_event_bound_is_an_error():
+    s = Scenario([Link("l", "a", "b", 1.0)], [Flow(f"f{i}", "a", "b", float(i + 1)) for i in range(4)])
+    with pytest.raises(netsim.SimulationError, match="max_events=2"):
+        netsim.simulate(s, max_events=2)
+
+
+def test_summary_and_outputs(tmp_path):
+    r = netsim.simulate(random_scenario(3))
+    text = r.summary()
+    assert "makespan" in text and "busiest links" in text
+    r.save(tmp_path / "out.json")
+    r.save(tmp_path / "out.h5")
+    import json
+
+    import h5py
+
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["makespan"] == pytest.approx(r.makespan)
+    with h5py.File(tmp_path / "out.h5") as f:
+        np.testing.assert_allclose(f["flows/finish"][()], r.flow_finish)
+        assert f.attrs["events"] == r.events
