@@ -40,12 +40,12 @@ def step(network: Network, program: Program, latency: Float[Array, " N"], s: Sim
     """Starts what is ready at s.time, allocates rates, and advances to the next event."""
     t = s.time
     n_resources = network.capacity.shape[0]
-    # 1. Start every item whose predecessors are done and whose release time has come. Its start is
-    #    exactly max(release, last predecessor's finish): no drift from the event clock.
+    # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
+    #    predecessor's finish) and its first byte follows after the route latency: both are known now, so
+    #    a release needs no event of its own, and no drift comes from the event clock.
     pred_done = jnp.all(_pad(s.done, True)[program.after], axis=1)
     pred_finish = jnp.max(_pad(s.finish, 0.0)[program.after], axis=1)
-    ready = ~s.started & pred_done
-    begin = ready & (program.release <= t)
+    begin = ~s.started & pred_done
     start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
     first_byte = jnp.where(begin, start + latency, s.first_byte)
     started = s.started | begin
@@ -55,13 +55,12 @@ def step(network: Network, program: Program, latency: Float[Array, " N"], s: Sim
     alloc = maxmin_rates(network.capacity, program.route, moving, loop=loop)
     rate = alloc.rate
 
-    # 3. Next event: a completion, a first byte (latency expiry) or a release.
+    # 3. Next event: a completion or a first byte (release + latency expiry).
     positive = rate > 0
     t_done = jnp.where(moving & positive, t + s.remaining / jnp.where(positive, rate, 1.0), jnp.inf)
     t_done = jnp.where(moving & (s.remaining <= 0), t, t_done)
     t_first = jnp.where(started & ~s.done & ~moving, first_byte, jnp.inf)
-    t_release = jnp.where(ready & ~begin, program.release, jnp.inf)
-    t_next = jnp.minimum(jnp.min(t_done), jnp.minimum(jnp.min(t_first), jnp.min(t_release)))
+    t_next = jnp.minimum(jnp.min(t_done), jnp.min(t_first))
     stalled = ~jnp.isfinite(t_next)
     t_next = jnp.where(stalled, t, t_next)
     gap = t_next - t
@@ -87,7 +86,7 @@ def step(network: Network, program: Program, latency: Float[Array, " N"], s: Sim
 def run(network: Network, program: Program, *, max_events: int, loop: str = "lax") -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
-    One event handles every completion, first byte and release that falls on the same instant.
+    One event handles every completion and first byte that falls on the same instant.
     Differentiable in capacity, latency, size, release and overhead: forward mode with loop="lax",
     reverse mode with loop="checkpointed" (equinox's checkpointed while loop). At ties between event
     times the result is piecewise smooth: derivatives there are one-sided.

@@ -99,7 +99,7 @@ def compile_scenario(scenario: Scenario, *, pad_items: int | None = None, pad_ho
     for i, item in enumerate((*scenario.flows, *scenario.tasks)):
         after[i, : len(item.after)] = [index[a] for a in item.after]
     if max_events is None:
-        max_events = 3 * n_items + 16  # each item: a release, a first byte and a finish at most
+        max_events = 2 * N + 16  # each item: a first byte and a finish at most; padded N: one bound per shape
     return Compiled(scenario, Network(capacity, latency), Program(route, size, release, overhead, after),
                     routes, devices, int(max_events))
 

@@ -29,7 +29,7 @@ def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None) ->
 
     Args:
         scenario: a Scenario (validated here, before anything is traced) or the output of netsim.compile.
-        max_events: bound on the event loop; default 3 x items + 16, which no valid scenario exceeds.
+        max_events: bound on the event loop; default 2 x padded items + 16, which no valid scenario exceeds.
 
     Raises:
         ScenarioError: bad input, naming the field and value.

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="scenario JSON file (see docs/scenario-format.md)")
     run.add_argument("--out", help="write results: .json, or .h5 for HDF5")
     run.add_argument("--trace", help="write a Chrome/Perfetto trace JSON of flows and tasks")
-    run.add_argument("--max-events", type=int, default=None, help="event-loop bound (default: 3 x items + 16)")
+    run.add_argument("--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)")
     run.add_argument("--top", type=int, default=5, help="rows in the summary tables")
     run.set_defaults(handler=_run)
     for module in ("netsim._sweep_cli", "netsim._calibrate_cli"):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import netsim
 from netsim import Flow, Link, Scenario, Task
@@ -132,3 +134,16 @@ def test_summary_and_outputs(tmp_path):
     with h5py.File(tmp_path / "out.h5") as f:
         np.testing.assert_allclose(f["flows/finish"][()], r.flow_finish)
         assert f.attrs["events"] == r.events
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), n_nodes=st.integers(3, 12), n_flows=st.integers(1, 40),
+       n_tasks=st.integers(0, 16))
+def test_property_random_fabrics_and_workloads(seed, n_nodes, n_flows, n_tasks):
+    # One padded shape for every draw: one compile, however many examples hypothesis tries.
+    scenario = random_scenario(seed, n_nodes=n_nodes, n_flows=n_flows, n_tasks=n_tasks)
+    result = netsim.simulate(netsim.compile(scenario, **PAD))
+    got = times(result)
+    for key, want in reference_simulate(scenario).items():
+        np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-15, err_msg=key)
+    assert result.makespan == pytest.approx(max(w[2] for w in reference_simulate(scenario).values()))
