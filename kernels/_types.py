@@ -59,3 +59,5 @@ class SimState(eqx.Module):
     rounds: Int[Array, ""]  # max-min rounds over all events
     max_rounds: Int[Array, ""]  # most rounds any one event needed
     status: Int[Array, ""]  # OK or MAX_EVENTS | STALLED | NONFINITE bits
+    trace_time: Float[Array, " K"]  # s: start of each event interval (K = 0 unless recording)
+    trace_load: Float[Array, "K R"]  # bytes/s through each resource during that interval

@@ -20,7 +20,7 @@ def route_latency(network: Network, program: Program) -> Float[Array, " N"]:
     return jnp.sum(gather(network.latency, program.route, 0.0), axis=1) + program.overhead
 
 
-def initial_state(program: Program, n_resources: int) -> SimState:
+def initial_state(program: Program, n_resources: int, record: int = 0) -> SimState:
     n_items, n_hops = program.route.shape
     dt = program.size.dtype
     padding = ~jnp.any(program.route < n_resources, axis=1)
@@ -32,7 +32,8 @@ def initial_state(program: Program, n_resources: int) -> SimState:
         start=jnp.where(padding, 0.0, inf), first_byte=jnp.where(padding, 0.0, inf),
         finish=jnp.where(padding, 0.0, inf),
         resource_bytes=jnp.zeros(n_resources, dt), resource_busy=jnp.zeros(n_resources, dt),
-        held=jnp.zeros((n_items, n_hops), dt), events=zero, rounds=zero, max_rounds=zero, status=zero)
+        held=jnp.zeros((n_items, n_hops), dt), events=zero, rounds=zero, max_rounds=zero, status=zero,
+        trace_time=jnp.full(record, jnp.inf, dt), trace_load=jnp.zeros((record, n_resources), dt))
 
 
 def step(network: Network, program: Program, latency: Float[Array, " N"], s: SimState,
@@ -74,22 +75,30 @@ def step(network: Network, program: Program, latency: Float[Array, " N"], s: Sim
     held = s.held + jnp.where(moving[:, None] & on_bottleneck, gap, 0.0)
     bad = ~jnp.all(jnp.isfinite(remaining)) | ~jnp.isfinite(t_next)
     status = s.status | jnp.where(stalled, STALLED, OK) | jnp.where(bad, NONFINITE, OK)
+    trace_time, trace_load = s.trace_time, s.trace_load
+    if trace_time.shape[0]:  # recording (static): keep this interval's start and loads
+        trace_time = trace_time.at[s.events].set(t, mode="drop")
+        trace_load = trace_load.at[s.events].set(alloc.load, mode="drop")
     return SimState(
         time=t_next, remaining=remaining, started=started, done=s.done | finishing,
         start=start, first_byte=first_byte, finish=jnp.where(finishing, t_next, s.finish),
         resource_bytes=s.resource_bytes + alloc.load * gap,
         resource_busy=s.resource_busy + jnp.where(alloc.load > 0, gap, 0.0),
         held=held, events=s.events + 1, rounds=s.rounds + alloc.rounds,
-        max_rounds=jnp.maximum(s.max_rounds, alloc.rounds), status=status.astype(jnp.int32))
+        max_rounds=jnp.maximum(s.max_rounds, alloc.rounds), status=status.astype(jnp.int32),
+        trace_time=trace_time, trace_load=trace_load)
 
 
-def run(network: Network, program: Program, *, max_events: int, loop: str = "lax") -> SimState:
+def run(network: Network, program: Program, *, max_events: int, loop: str = "lax",
+        record: int = 0) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
     One event handles every completion and first byte that falls on the same instant.
     Differentiable in capacity, latency, size, release and overhead: forward mode with loop="lax",
     reverse mode with loop="checkpointed" (equinox's checkpointed while loop). At ties between event
     times the result is piecewise smooth: derivatives there are one-sided.
+
+    record: keep the time and per-resource load of the first `record` events (utilization over time).
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
@@ -106,7 +115,7 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
 
     s = eqxi.while_loop(
         unfinished, lambda s: step(network, program, latency, s, loop=loop),
-        initial_state(program, n_resources),
+        initial_state(program, n_resources, record),
         max_steps=None if loop == "lax" else max_events, kind=loop)
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))

@@ -52,6 +52,8 @@ class Result:
     rounds: int  # max-min rounds over all events
     max_rounds: int  # most rounds of one event
     wall_time: float  # s, including compile when it happened
+    trace_time: np.ndarray  # s: event times, when recorded (simulate(record=True))
+    trace_load: np.ndarray  # [events, links] bytes/s between consecutive event times
 
     @classmethod
     def from_state(cls, compiled: Compiled, state, wall_time: float) -> Result:
@@ -72,7 +74,8 @@ class Result:
             held=s["held"][:nf],
             makespan=float(finish.max()) if finish.size else 0.0,
             events=int(s["events"]), rounds=int(s["rounds"]), max_rounds=int(s["max_rounds"]),
-            wall_time=wall_time)
+            wall_time=wall_time,
+            trace_time=s["trace_time"][: int(s["events"])], trace_load=s["trace_load"][: int(s["events"]), :nl])
 
     # --- lookups --------------------------------------------------------------------------------
     @property
@@ -84,6 +87,17 @@ class Result:
         """Mean fraction of each link's capacity used over the makespan."""
         span = self.makespan if self.makespan > 0 else 1.0
         return self.link_bytes / (self.link_bandwidth * span)
+
+    def link_timeline(self) -> tuple[np.ndarray, np.ndarray]:
+        """(edges [E + 1] s, utilization [E, links]): utilization is constant between consecutive edges.
+
+        Needs simulate(..., record=True).
+        """
+        if self.trace_time.size == 0:
+            raise ValueError("no timeline recorded: run netsim.simulate(scenario, record=True)")
+        edges = np.append(self.trace_time, self.makespan)
+        # each recorded event's load holds until the next event; the last one until the makespan
+        return edges, self.trace_load / self.link_bandwidth
 
     def flow(self, flow_id: str) -> Timing:
         i = _find(self.flow_ids, flow_id, "flow")

@@ -19,17 +19,19 @@ class SimulationError(RuntimeError):
 
 
 @eqx.filter_jit
-def _run(network: kernels.Network, program: kernels.Program, max_events: int, loop: str) -> kernels.SimState:
-    # the one jit: max_events and loop are Python values, hence static
-    return kernels.run(network, program, max_events=max_events, loop=loop)
+def _run(network: kernels.Network, program: kernels.Program, max_events: int, record: int) -> kernels.SimState:
+    # the one jit: max_events and record are Python ints, hence static
+    return kernels.run(network, program, max_events=max_events, record=record)
 
 
-def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None) -> Result:
+def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None, record: bool = False) -> Result:
     """Simulates a scenario to completion with exact max-min fair sharing.
 
     Args:
         scenario: a Scenario (validated here, before anything is traced) or the output of netsim.compile.
         max_events: bound on the event loop; default 2 x padded items + 16, which no valid scenario exceeds.
+        record: keep every event's per-link load, for utilization over time (`Result.link_timeline`);
+            memory grows as events x links.
 
     Raises:
         ScenarioError: bad input, naming the field and value.
@@ -39,7 +41,7 @@ def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None) ->
     bound = compiled.max_events if max_events is None else int(max_events)
     t0 = time.perf_counter()
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
-        state = jax.device_get(_run(compiled.network, compiled.program, bound, "lax"))
+        state = jax.device_get(_run(compiled.network, compiled.program, bound, bound if record else 0))
     wall = time.perf_counter() - t0
     check_status(int(state.status), int(state.events), bound)
     return Result.from_state(compiled, state, wall)

@@ -147,3 +147,16 @@ def test_property_random_fabrics_and_workloads(seed, n_nodes, n_flows, n_tasks):
     for key, want in reference_simulate(scenario).items():
         np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-15, err_msg=key)
     assert result.makespan == pytest.approx(max(w[2] for w in reference_simulate(scenario).values()))
+
+
+def test_utilization_over_time():
+    # f1 and f2 share a (10 B/s): 5 each until f1 (5 B) ends at 1 s; f2 then runs alone at 10 for 0.5 s.
+    s = Scenario([Link("a", "x", "y", 10.0)], [Flow("f1", "x", "y", 5.0), Flow("f2", "x", "y", 10.0)])
+    r = netsim.simulate(s, record=True)
+    edges, util = r.link_timeline()
+    np.testing.assert_allclose(edges, [0.0, 1.0, 1.5])
+    np.testing.assert_allclose(util[:, 0], [1.0, 1.0])
+    # the timeline integrates to the bytes carried
+    np.testing.assert_allclose(np.sum(np.diff(edges)[:, None] * util * r.link_bandwidth, axis=0), r.link_bytes)
+    with pytest.raises(ValueError, match="record=True"):
+        netsim.simulate(s).link_timeline()
