@@ -1,0 +1,37 @@
+"""Topology builders: chiplet meshes, PCIe servers, cluster fabrics, and their composition.
+
+Every builder returns a `Topology`: directed links, node roles, and the routing the fabric really uses
+(XY on meshes, tree paths on PCIe, ECMP on clusters). See docs/topologies.md.
+"""
+
+from ._analysis import bisection_bandwidth as bisection_bandwidth
+from ._analysis import min_cut as min_cut
+from ._cluster import fat_tree as fat_tree
+from ._cluster import leaf_spine as leaf_spine
+from ._cluster import oversubscription_ratio as oversubscription_ratio
+from ._cluster import rail_optimized as rail_optimized
+from ._compose import cluster as cluster
+from ._compose import with_packages as with_packages
+from ._mesh import chiplet_mesh as chiplet_mesh
+from ._mesh import chiplet_torus as chiplet_torus
+from ._mesh import mi250x as mi250x
+from ._mesh import mi250x_node as mi250x_node
+from ._mesh import mi300x as mi300x
+from ._nvsmi import TopoMatrix as TopoMatrix
+from ._nvsmi import parse_nvidia_smi_topo as parse_nvidia_smi_topo
+from ._nvsmi import pcie_server_from_topo as pcie_server_from_topo
+from ._nvsmi import server_plan as server_plan
+from ._pcie import ServerPlan as ServerPlan
+from ._pcie import build_server as build_server
+from ._pcie import path_kind as path_kind
+from ._pcie import pcie_server as pcie_server
+from ._presets import PRESETS as PRESETS
+from ._presets import preset as preset
+from ._routers import DimensionOrder as DimensionOrder
+from ._routers import Ecmp as Ecmp
+from ._routers import Transit as Transit
+from ._topology import Router as Router
+from ._topology import ShortestPath as ShortestPath
+from ._topology import Topology as Topology
+from ._topology import cable as cable
+from ._topology import natural_key as natural_key

@@ -1,0 +1,243 @@
+"""PCIe server fabrics: CPU sockets, NUMA nodes with their memory, host bridges, PCIe switches, GPUs, NICs.
+
+Node names and kinds:
+    socket{s} ("socket")  a socket's data fabric; only when a socket has several NUMA nodes
+    cpu{k}    ("cpu")     NUMA node k's slice of the socket (the hub when a socket is one NUMA node)
+    mem{k}    ("mem")     NUMA node k's DRAM
+    rc{i}     ("rc")      a PCIe host bridge / root complex, under one cpu{k}
+    sw{j}     ("switch")  a PCIe switch, under a host bridge or another switch
+    gpu{i}    ("gpu"), nic{i} ("nic")  devices, under a switch or directly on a host bridge
+
+Routing follows the PCIe tree (the unique path; NVLink bridges join GPU pairs directly), through host
+bridges, switches, NUMA nodes and sockets only: devices and memory forward nothing. The path kinds of
+`nvidia-smi topo -m` fall out of the tree: PIX (one switch), PXB (several switches), PHB (a host bridge),
+NODE (two host bridges of one NUMA node), SYS (NUMA nodes or sockets), NV# (NVLink). With p2p=False a
+copy between two devices that are not NVLink-bridged is host-staged: it goes to the DRAM of the source's
+NUMA node and back out, crossing the memory links (`route(a, b) == route(a, mem) + route(mem, b)`).
+
+Default figures, per direction (B/s), from shared/traces/:
+    pcie_bandwidth   25.8 GB/s  m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt: RTX 4090 P2P writes
+                                between GPUs of one socket (PCIe Gen4 x16), mean 25.79 (25.51-26.01)
+    socket_bandwidth 21.9 GB/s  same file, GPUs on different sockets, mean 21.95 (20.57-22.53); one
+                                inter-socket link, so concurrent cross-socket flows share it
+    memory_bandwidth 204.8 GB/s per socket: m01_8x4090_2xEPYC7542_topo.txt lists 8 x DDR4-3200 per socket
+                                (8 channels x 25.6 GB/s), split evenly over its NUMA nodes
+    numa_bandwidth   204.8 GB/s NUMA node <-> socket fabric (assumed: the DRAM figure; no trace)
+    nvlink_bandwidth 22.9 GB/s  per NVLink: m08_4xA100PCIe_nvlinkpairs_p2p.txt, NV12 pair 275.0 / 12
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from .._scenario import Link, ScenarioError
+from ._common import bandwidth, count, latency, transit_route
+from ._topology import Path, Topology, cable
+
+GB = 1e9
+PCIE = 25.8 * GB
+SOCKET = 21.9 * GB
+MEMORY = 204.8 * GB
+NUMA = 204.8 * GB
+NVLINK = 275.0 / 12 * GB
+
+TRANSIT = frozenset({"rc", "switch", "cpu", "socket"})
+DEVICES = frozenset({"gpu", "nic"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerPlan:
+    """The shape of a server, before bandwidths: what hangs under what.
+
+    Attributes:
+        sockets: CPU sockets; NUMA nodes 0 .. numa-1 are split evenly over them, in order.
+        numa: NUMA nodes (a multiple of sockets).
+        host_bridges: host bridge name -> its NUMA node.
+        parent: switch or device name -> the host bridge or switch above it.
+        devices: device name -> kind ("gpu" or "nic"), in order.
+        nvlinks: (gpu a, gpu b, number of NVLinks) bridges.
+    """
+
+    sockets: int
+    numa: int
+    host_bridges: Mapping[str, int]
+    parent: Mapping[str, str]
+    devices: Mapping[str, str]
+    nvlinks: tuple[tuple[str, str, int], ...] = ()
+
+    def __post_init__(self):
+        if self.numa % self.sockets:
+            raise ScenarioError(f"sockets: {self.numa} NUMA nodes cannot be split evenly over "
+                                f"sockets={self.sockets}")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PcieRouter:
+    """Tree routing through host bridges, switches and NUMA nodes; host staging when p2p is off.
+
+    Attributes:
+        p2p: True when devices may DMA to each other directly (peer-to-peer).
+        nvlink: NVLink link id -> number of NVLinks bonded in it (P2P over an NVLink bridge works even
+            when PCIe P2P is off).
+        home: device -> the memory node of its NUMA node, where host-staged copies land.
+    """
+
+    p2p: bool
+    nvlink: Mapping[str, int]
+    home: Mapping[str, str]
+
+    def route(self, topo: Topology, src: str, dst: str) -> Path:
+        direct = transit_route(topo, src, dst, TRANSIT)
+        if self.p2p or topo.kind[src] not in DEVICES or topo.kind[dst] not in DEVICES:
+            return direct
+        if all(lid in self.nvlink for lid in direct):
+            return direct
+        mem = self.home[src]
+        return transit_route(topo, src, mem, TRANSIT) + transit_route(topo, mem, dst, TRANSIT)
+
+    def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
+        return [(1.0, self.route(topo, src, dst))]
+
+    def without(self, link_ids: frozenset[str]) -> PcieRouter:
+        return self
+
+
+def build_server(plan: ServerPlan, *, p2p: bool = True, pcie_bandwidth=PCIE, socket_bandwidth=SOCKET,
+                 memory_bandwidth=MEMORY, numa_bandwidth=NUMA, nvlink_bandwidth=NVLINK,
+                 pcie_latency=0.0, socket_latency=0.0, nvlink_latency=0.0, name: str = "server") -> Topology:
+    """Links and routing for `plan`.
+
+    Args:
+        plan: the server's shape.
+        p2p: peer-to-peer DMA allowed; False stages device-to-device copies through host memory.
+        pcie_bandwidth: every PCIe link (device, switch, host bridge) per direction.
+        socket_bandwidth: the link between two sockets per direction (sockets are fully connected).
+        memory_bandwidth: DRAM per socket per direction, split evenly over its NUMA nodes.
+        numa_bandwidth: NUMA node <-> socket fabric, when a socket has several NUMA nodes.
+        nvlink_bandwidth: per NVLink per direction (a bridge of n links gets n times this).
+        pcie_latency, socket_latency, nvlink_latency: per link (s).
+    """
+    if not isinstance(p2p, bool):
+        raise ScenarioError(f"p2p: expected True or False, got {p2p!r}")
+    pcie = (bandwidth(pcie_bandwidth, "pcie_bandwidth"), latency(pcie_latency, "pcie_latency"))
+    sock = (bandwidth(socket_bandwidth, "socket_bandwidth"), latency(socket_latency, "socket_latency"))
+    per_socket = plan.numa // plan.sockets
+    mem = bandwidth(memory_bandwidth, "memory_bandwidth") / per_socket
+    nvl = (bandwidth(nvlink_bandwidth, "nvlink_bandwidth"), latency(nvlink_latency, "nvlink_latency"))
+    kind: dict[str, str] = {}
+    links: list[Link] = []
+    hub = [f"cpu{s * per_socket}" if per_socket == 1 else f"socket{s}" for s in range(plan.sockets)]
+    for k in range(plan.numa):
+        kind[f"cpu{k}"], kind[f"mem{k}"] = "cpu", "mem"
+        links += cable(f"cpu{k}", f"mem{k}", mem)
+        if per_socket > 1:
+            kind[hub[k // per_socket]] = "socket"
+            links += cable(f"cpu{k}", hub[k // per_socket], bandwidth(numa_bandwidth, "numa_bandwidth"))
+    for a in range(plan.sockets):
+        for b in range(a + 1, plan.sockets):
+            links += cable(hub[a], hub[b], *sock)
+    for rc, k in plan.host_bridges.items():
+        if not 0 <= k < plan.numa:
+            raise ScenarioError(f"host bridge {rc!r}: NUMA node {k} out of range 0..{plan.numa - 1}")
+        kind[rc] = "rc"
+        links += cable(rc, f"cpu{k}", *pcie)
+    for node in plan.parent:
+        kind.setdefault(node, plan.devices.get(node, "switch"))
+    for node, up in plan.parent.items():
+        if up not in kind or kind[up] not in ("rc", "switch"):
+            raise ScenarioError(f"{node!r}: parent {up!r} is not a host bridge or switch")
+        links += cable(node, up, *pcie)
+    nv_ids: dict[str, int] = {}
+    for a, b, n in plan.nvlinks:
+        if plan.devices.get(a) != "gpu" or plan.devices.get(b) != "gpu":
+            raise ScenarioError(f"nvlink {a!r}-{b!r}: both ends must be GPUs")
+        pair = cable(a, b, n * nvl[0], nvl[1])
+        links += pair
+        nv_ids |= {x.id: n for x in pair}
+    home = {}
+    for dev in plan.devices:
+        node = dev
+        while node in plan.parent:
+            node = plan.parent[node]
+        if node not in plan.host_bridges:
+            raise ScenarioError(f"device {dev!r} does not hang under a host bridge")
+        home[dev] = f"mem{plan.host_bridges[node]}"
+    router = PcieRouter(p2p, nv_ids, home)
+    return Topology(name, tuple(links), kind, router, tuple(d for d, k in plan.devices.items() if k == "gpu"))
+
+
+def pcie_server(gpus: int = 8, *, sockets: int = 2, numa_per_socket: int = 1, gpus_per_switch: int = 0,
+                nics: int = 0, nvlink_pairs: int = 0, p2p: bool = True, name: str | None = None,
+                **bandwidths) -> Topology:
+    """A regular PCIe server.
+
+    GPU i sits in NUMA node i * numa // gpus. Without switches (gpus_per_switch=0) each GPU has its own
+    host bridge (GPUs of one NUMA node are NODE apart); with switches, each NUMA node's GPUs fill switches
+    of gpus_per_switch (PIX apart), each switch on its own host bridge. NIC j goes under switch
+    j % switches, or on its own host bridge in NUMA node j * numa // nics.
+
+    Args:
+        gpus, sockets, numa_per_socket: sizes.
+        gpus_per_switch: GPUs per PCIe switch; 0 for none.
+        nics: NICs.
+        nvlink_pairs: NVLinks bridging GPUs 2i and 2i+1 (0: no bridges; 4 on A40, 12 on A100 PCIe).
+        p2p: peer-to-peer allowed (False: host-staged copies).
+        **bandwidths: `build_server` keywords (pcie_bandwidth, socket_bandwidth, ...).
+    """
+    gpus, sockets = count(gpus, "gpus"), count(sockets, "sockets")
+    numa = sockets * count(numa_per_socket, "numa_per_socket")
+    per_switch = count(gpus_per_switch, "gpus_per_switch", minimum=0)
+    nics, bridges = count(nics, "nics", minimum=0), count(nvlink_pairs, "nvlink_pairs", minimum=0)
+    if bridges and gpus % 2:
+        raise ScenarioError(f"nvlink_pairs: bridges join GPU pairs, so gpus must be even, got gpus={gpus}")
+    host_bridges: dict[str, int] = {}
+    parent: dict[str, str] = {}
+    devices: dict[str, str] = {}
+
+    def new_bridge(k: int) -> str:
+        rc = f"rc{len(host_bridges)}"
+        host_bridges[rc] = k
+        return rc
+
+    switches: list[str] = []
+    for k in range(numa):
+        mine = [i for i in range(gpus) if i * numa // gpus == k]
+        for start in range(0, len(mine), per_switch or 1):
+            if per_switch:
+                sw = f"sw{len(switches)}"
+                switches.append(sw)
+                parent[sw] = new_bridge(k)
+            for i in mine[start:start + (per_switch or 1)]:
+                devices[f"gpu{i}"] = "gpu"
+                parent[f"gpu{i}"] = sw if per_switch else new_bridge(k)
+    for j in range(nics):
+        devices[f"nic{j}"] = "nic"
+        parent[f"nic{j}"] = switches[j % len(switches)] if switches else new_bridge(j * numa // nics)
+    nvlinks = tuple((f"gpu{2 * i}", f"gpu{2 * i + 1}", bridges) for i in range(gpus // 2)) if bridges else ()
+    plan = ServerPlan(sockets, numa, host_bridges, parent, devices, nvlinks)
+    shape = f"{gpus}gpu{sockets}s" + (f"-sw{per_switch}" if per_switch else "") + ("" if p2p else "-nop2p")
+    return build_server(plan, p2p=p2p, name=name or shape, **bandwidths)
+
+
+def path_kind(topo: Topology, a: str, b: str) -> str:
+    """The `nvidia-smi topo -m` class of the direct (P2P) path between two devices of a PCIe server.
+
+    "NV#" for an NVLink bridge of # links, "SYS" when the path leaves a NUMA node, "NODE" when it crosses
+    a NUMA node between host bridges, "PHB" through one host bridge, "PXB" through several switches,
+    "PIX" through one switch.
+    """
+    route = transit_route(topo, a, b, TRANSIT)
+    if not isinstance(topo.router, PcieRouter):
+        raise ScenarioError(f"path_kind: {topo.name!r} is not a PCIe server (router {type(topo.router).__name__})")
+    if len(route) == 1 and route[0] in topo.router.nvlink:
+        return f"NV{topo.router.nvlink[route[0]]}"
+    crossed = [topo.kind[topo.link[lid].dst] for lid in route[:-1]]
+    if "socket" in crossed or sum(k == "cpu" for k in crossed) > 1:
+        return "SYS"
+    if "cpu" in crossed:
+        return "NODE"
+    if "rc" in crossed:
+        return "PHB"
+    return "PXB" if crossed.count("switch") > 1 else "PIX"
+
