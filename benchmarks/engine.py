@@ -22,9 +22,10 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import netsim
 from leafspine import leaf_spine_scenario
 from numpy_baseline import classic_maxmin, numpy_simulate
+
+import netsim
 
 
 def best_of(fn, repeat: int) -> float:
@@ -80,7 +81,7 @@ def main() -> None:
             t0 = time.perf_counter()
             jax.block_until_ready(batched(scale))
             first = time.perf_counter() - t0
-            steady = best_of(lambda: batched(scale), 1)
+            steady = best_of(lambda batched=batched, scale=scale: batched(scale), 1)
             print(f"{n:>6} {b:>6} {first - steady:>10.2f} {steady:>9.3f} {steady / b * 1e3:>16.3f}", flush=True)
 
     print("\nmax-min allocations at 4096 flows x 2048 links (all flows active)")

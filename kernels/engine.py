@@ -38,9 +38,8 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
 
 def step(network: Network, program: Program, latency: Float[Array, " N"], s: SimState,
          *, loop: str = "lax") -> SimState:
-    """Starts what is ready at s.time, allocates rates, and advances to the next event."""
+    """Schedules what became ready at s.time, allocates rates, and advances to the next event."""
     t = s.time
-    n_resources = network.capacity.shape[0]
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
     #    predecessor's finish) and its first byte follows after the route latency: both are known now, so
     #    a release needs no event of its own, and no drift comes from the event clock.

@@ -7,7 +7,7 @@
 
 from . import kernels as kernels
 from ._compile import Compiled as Compiled
-from ._compile import compile_scenario as compile
+from ._compile import compile_scenario as compile_scenario
 from ._result import Result as Result
 from ._result import Timing as Timing
 from ._scenario import Flow as Flow
@@ -19,5 +19,7 @@ from ._simulate import SimulationError as SimulationError
 from ._simulate import check_status as check_status
 from ._simulate import simulate as simulate
 from ._simulate import stack as stack
+
+compile = compile_scenario  # netsim.compile(scenario) -> Compiled kernel arrays
 
 __version__ = "0.1.0"

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference import reference_simulate
+from scenarios import PAD, random_scenario
 
 import netsim
 from netsim import Flow, Link, Scenario, Task
-from reference import reference_simulate
-from scenarios import PAD, random_scenario
 
 
 def times(result: netsim.Result) -> dict[str, tuple[float, float, float]]:

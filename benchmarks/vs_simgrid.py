@@ -1,0 +1,220 @@
+"""netsim vs SimGrid on the same scenarios: completion times must agree (relative 1e-6); prints speed ratios.
+
+Cases:
+- single scenarios: the 8-GPU PCIe ring AllReduce (examples/pcie_ring_allreduce.json) and a 64-host
+  leaf-spine permutation;
+- batches: each of those as 1024 what-ifs with every link's bandwidth scaled independently (netsim:
+  one vmapped sweep; SimGrid: the 1024 scenarios side by side in one run, disjoint zones);
+- scale series: a k=16 fat-tree (1024 hosts, 6144 directed links) with 1e3, 1e4, 2e4 concurrent flows
+  between random host pairs on their ECMP routes.
+
+Times (s, wall): netsim = host preparation (validation, layout) + device run, after a warm-up that
+pays the one-time jit compile (reported apart); SimGrid = platform construction + simulation inside
+its own process (interpreter start and import excluded). Needs SimGrid's Python bindings
+(benchmarks/install_simgrid.sh); without them, or with --no-simgrid, only netsim runs.
+
+    python benchmarks/vs_simgrid.py                      # everything (long on 2 cores)
+    python benchmarks/vs_simgrid.py --fat-tree 1000      # a shorter scale series
+    python benchmarks/vs_simgrid.py --json out.json      # also write the numbers
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import importlib.util
+import json
+import os
+import sys
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+import numpy as np
+
+import netsim
+from netsim import Flow, Scenario
+from netsim.sweep import LinkBandwidth, Sweep
+from netsim.topology import fat_tree, leaf_spine
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import simgrid_peer
+
+RTOL = 1e-6
+EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
+
+
+# --- scenarios ----------------------------------------------------------------------------------------
+def routed(scenario: Scenario) -> Scenario:
+    """The scenario with every flow's route written out (SimGrid routes per host pair, given)."""
+    routes = netsim.compile(scenario).routes
+    return dataclasses.replace(scenario, flows=tuple(
+        dataclasses.replace(f, route=r) for f, r in zip(scenario.flows, routes, strict=True)))
+
+
+def pcie_ring() -> Scenario:
+    return routed(Scenario.load(os.path.join(EXAMPLES, "pcie_ring_allreduce.json")))
+
+
+def leaf_spine_permutation(seed: int = 0) -> Scenario:
+    """64 hosts on 8 leaves x 4 spines (non-blocking); each host sends 16 MiB to a random other host."""
+    topo = leaf_spine(8, 4, 8, host_bandwidth="50 GB/s", host_latency="1 us", uplink_latency="1 us")
+    hosts = topo.nodes_of("host")
+    rng = np.random.default_rng(seed)
+    while True:  # a derangement: nobody sends to itself
+        perm = rng.permutation(len(hosts))
+        if np.all(perm != np.arange(len(hosts))):
+            break
+    flows = [Flow(f"p{i}", hosts[i], hosts[j], 16 * 2**20, route=topo.route(hosts[i], hosts[j]))
+             for i, j in enumerate(perm)]
+    return topo.scenario(flows, name="leafspine64_permutation")
+
+
+def fat_tree_random(n_flows: int, seed: int = 0) -> Scenario:
+    """n_flows between random host pairs of a k=16 fat-tree, 1 to 64 MiB each, all starting at 0."""
+    topo = fat_tree(16, link_bandwidth="50 GB/s", link_latency="500 ns")
+    hosts = topo.nodes_of("host")
+    rng = np.random.default_rng(seed)
+    pairs = [rng.choice(len(hosts), 2, replace=False) for _ in range(n_flows)]
+    sizes = rng.uniform(1, 64, n_flows) * 2**20
+    flows = [Flow(f"f{i}", hosts[a], hosts[b], float(s), route=topo.route(hosts[a], hosts[b]))
+             for i, ((a, b), s) in enumerate(zip(pairs, sizes, strict=True))]
+    return topo.scenario(flows, name=f"fattree16_{n_flows}flows")
+
+
+# --- measurements -----------------------------------------------------------------------------------
+@dataclasses.dataclass
+class Row:
+    case: str
+    flows: int
+    links: int
+    batch: int
+    netsim_s: float  # per scenario
+    netsim_compile_s: float
+    simgrid_s: float | None  # per scenario
+    max_rel_err: float | None
+    events: int
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.simgrid_s is None else self.simgrid_s / self.netsim_s
+
+
+def max_rel_err(ids, ours: np.ndarray, theirs: dict[str, float]) -> float:
+    ref = np.array([theirs[i] for i in ids])
+    return float(np.max(np.abs(ours - ref) / np.maximum(np.abs(ref), 1e-300))) if len(ids) else 0.0
+
+
+def run_netsim(scenario: Scenario) -> tuple[netsim.Result, float, float]:
+    """(result, steady seconds, one-time jit compile seconds) of one scenario."""
+    t0 = time.perf_counter()
+    compiled = netsim.compile(scenario)
+    prep = time.perf_counter() - t0
+    fn = jax.jit(functools.partial(netsim.kernels.run, max_events=compiled.max_events))
+    with jax.enable_x64(True):
+        t0 = time.perf_counter()
+        exe = fn.lower(compiled.network, compiled.program).compile()
+        jit_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        state = jax.device_get(exe(compiled.network, compiled.program))
+        run = time.perf_counter() - t0
+    netsim.check_status(int(state.status), int(state.events), compiled.max_events)
+    return netsim.Result.from_state(compiled, state, prep + run), prep + run, jit_s
+
+
+def single(case: str, scenario: Scenario, use_simgrid: bool) -> Row:
+    result, seconds, jit_s = run_netsim(scenario)
+    sg_s = err = None
+    if use_simgrid:
+        finish, sg_s = simgrid_peer.run([scenario])
+        err = max_rel_err(result.flow_ids, result.flow_finish, finish[0])
+    return Row(case, len(scenario.flows), len(scenario.links), 1, seconds, jit_s, sg_s, err, result.events)
+
+
+def batch(case: str, scenario: Scenario, n: int, use_simgrid: bool, seed: int = 0) -> Row:
+    """n what-ifs: every link's bandwidth times an independent draw from [0.5, 2] (log-uniform)."""
+    sweep = Sweep(scenario, [LinkBandwidth("bw", scale_range=(0.5, 2.0), log=True, independent=True)],
+                  samples=n, seed=seed, outputs=["flow_finish"])
+    t0 = time.perf_counter()
+    sweep.run(progress=False)  # pays the jit compile
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = sweep.run(progress=False)
+    seconds = time.perf_counter() - t0
+    assert result.complete and np.all(result.status == 0), "netsim sweep left points unfinished"
+    sg_s = err = None
+    if use_simgrid:
+        bw = result.axis("bw")
+        scenarios = []
+        for p in range(n):
+            scale = dict(zip(bw.ids, bw.value[p], strict=True))
+            links = tuple(dataclasses.replace(x, bandwidth=x.bandwidth * scale[x.id]) for x in scenario.links)
+            scenarios.append(dataclasses.replace(scenario, links=links))
+        finish, sg_total = simgrid_peer.run(scenarios)
+        sg_s = sg_total / n
+        err = max(max_rel_err(result.flow_ids, result.flow_finish[p], finish[p]) for p in range(n))
+    return Row(case, len(scenario.flows), len(scenario.links), n, seconds / n, first - seconds, sg_s, err,
+               int(result.events.sum()))
+
+
+def table(rows: list[Row]) -> str:
+    head = (f"{'case':<34}{'flows':>7}{'links':>7}{'batch':>6}{'netsim s/scen':>15}{'jit s':>8}"
+            f"{'SimGrid s/scen':>16}{'speedup':>9}{'max rel err':>13}  agree")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        sg = f"{r.simgrid_s:>16.4g}" if r.simgrid_s is not None else f"{'-':>16}"
+        ratio = f"{r.ratio:>8.3g}x" if r.ratio is not None else f"{'-':>9}"
+        err = f"{r.max_rel_err:>13.2e}" if r.max_rel_err is not None else f"{'-':>13}"
+        ok = "-" if r.max_rel_err is None else ("yes" if r.max_rel_err <= RTOL else "NO")
+        lines.append(f"{r.case:<34}{r.flows:>7}{r.links:>7}{r.batch:>6}{r.netsim_s:>15.4g}{r.netsim_compile_s:>8.3g}"
+                     f"{sg}{ratio}{err}  {ok}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--batch", type=int, default=1024, help="what-ifs per batch case (default 1024)")
+    ap.add_argument("--fat-tree", default="1000,10000,20000", help="flow counts of the scale series ('' skips)")
+    ap.add_argument("--no-simgrid", action="store_true", help="netsim only")
+    ap.add_argument("--skip-small", action="store_true", help="only the fat-tree scale series")
+    ap.add_argument("--json", help="write the rows as JSON here")
+    args = ap.parse_args(argv)
+    use_simgrid = not args.no_simgrid and importlib.util.find_spec("simgrid") is not None
+    if not use_simgrid and not args.no_simgrid:
+        print("SimGrid is not installed (benchmarks/install_simgrid.sh): netsim times only", file=sys.stderr)
+    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs", flush=True)
+    rows: list[Row] = []
+
+    def emit(row: Row) -> None:
+        rows.append(row)
+        print(table([row]).splitlines()[-1], flush=True)
+
+    print(table([]), flush=True)
+    if not args.skip_small:
+        ring, perm = pcie_ring(), leaf_spine_permutation()
+        emit(single("pcie8 ring allreduce", ring, use_simgrid))
+        emit(single("leafspine64 permutation", perm, use_simgrid))
+        if args.batch:
+            emit(batch("pcie8 ring allreduce, bw what-ifs", ring, args.batch, use_simgrid))
+            emit(batch("leafspine64 perm, bw what-ifs", perm, args.batch, use_simgrid))
+    for n in [int(x) for x in args.fat_tree.split(",") if x.strip()]:
+        emit(single(f"fattree k=16, {n} random flows", fat_tree_random(n), use_simgrid))
+    print()
+    print(table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": jax.devices()[0].device_kind, "rows": [
+                {**dataclasses.asdict(r), "ratio": r.ratio} for r in rows]}, f, indent=1)
+    bad = [r.case for r in rows if r.max_rel_err is not None and r.max_rel_err > RTOL]
+    if bad:
+        print(f"DISAGREE beyond {RTOL}: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
