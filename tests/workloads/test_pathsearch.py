@@ -1,0 +1,130 @@
+"""Ring search on PCIe servers: fewest socket crossings, host staging where P2P is slow, ties where
+every ring is equal, and the exhaustive optimum on a small server, all checked against closed forms
+or independent simulations.
+
+With zero latencies a ring AllReduce's busbw is exactly the bandwidth its busiest link gives each
+flow crossing it (every step moves S/N on every hop at once): that is the closed form used below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+
+import netsim
+from netsim._routing import LinkGraph
+from netsim.topology import ServerPlan, Topology, build_server, cable, preset
+from netsim.workloads import collectives as coll
+from netsim.workloads.pathsearch import crossings, search_rings
+
+GB = 1e9
+PAD = {"pad_items": 512, "pad_hops": 16, "pad_after": 4, "pad_resources": 64}  # test_collectives.py's shape
+PCIE, SOCKET = 25.8 * GB, 21.9 * GB
+SIZE = 2**26
+
+
+def alternating_server() -> Topology:
+    """2 sockets, 4 PCIe switches of 2 GPUs; the GPUs are numbered alternately across the sockets
+    (gpu0, gpu2, gpu4, gpu6 on socket 0), so the default ring 0..7 crosses the socket link 8 times."""
+    bridges = {f"rc{s}": s % 2 for s in range(4)}
+    parent = {f"sw{s}": f"rc{s}" for s in range(4)}
+    for g in range(8):
+        parent[f"gpu{g}"] = f"sw{g % 2 + 2 * (g // 4)}"
+    plan = ServerPlan(sockets=2, numa=2, host_bridges=bridges, parent=parent,
+                      devices={f"gpu{g}": "gpu" for g in range(8)})
+    return build_server(plan, pcie_bandwidth=PCIE, socket_bandwidth=SOCKET, name="alternating")
+
+
+def socket_links(topo: Topology) -> list[str]:
+    return [x.id for x in topo.links if topo.kind[x.src] == topo.kind[x.dst] == "cpu"]
+
+
+def test_search_crosses_the_socket_link_twice():
+    topo = alternating_server()
+    found = search_rings(topo, size=SIZE)
+    best, default = found.best[0], found.default
+    assert default.order == topo.gpus() and crossings(default, socket_links(topo)) == 8
+    assert crossings(best, socket_links(topo)) == 2  # the minimum for a ring over both sockets
+    # default: 4 hops share each direction of the socket link; best: 1 hop per direction, PCIe is faster
+    assert default.busbw == pytest.approx(SOCKET / 4, rel=1e-9)
+    assert best.busbw == pytest.approx(SOCKET, rel=1e-9)
+    assert found.gain == pytest.approx(4.0, rel=1e-9)
+    assert len({tuple(p.order) for p in found.best}) == len(found.best)
+
+
+@dataclasses.dataclass(frozen=True)
+class SlowPeerAcrossSockets:
+    """GPU-to-GPU (P2P) traffic crosses sockets through the slow `p2p*` forwarding links; traffic to
+    and from memory takes the socket link: so host staging is the fast way across."""
+
+    def route(self, topo, src, dst):
+        banned = "sock" if topo.kind[src] == topo.kind[dst] == "gpu" else "p2p"
+        return LinkGraph([x for x in topo.links if not x.id.startswith(banned)]).shortest_path(src, dst)
+
+    def paths(self, topo, src, dst):
+        return [(1.0, self.route(topo, src, dst))]
+
+    def without(self, link_ids):
+        return self
+
+
+def slow_p2p_server(p2p=6 * GB, socket=20 * GB, pcie=25 * GB, memory=200 * GB) -> Topology:
+    kind = {"cpu0": "cpu", "cpu1": "cpu", "mem0": "mem", "mem1": "mem"}
+    links = [*cable("cpu0", "mem0", memory), *cable("cpu1", "mem1", memory)]
+    for prefix, bw in (("sock", socket), ("p2p", p2p)):
+        links += [dataclasses.replace(x, id=prefix + x.id) for x in cable("cpu0", "cpu1", bw)]
+    for s in range(4):
+        kind[f"sw{s}"] = "switch"
+        links += cable(f"sw{s}", f"cpu{s % 2}", pcie)
+    for g in range(8):
+        kind[f"gpu{g}"] = "gpu"
+        links += cable(f"gpu{g}", f"sw{g % 2 + 2 * (g // 4)}", pcie)
+    return Topology("slow-p2p", tuple(links), kind, SlowPeerAcrossSockets())
+
+
+def test_search_stages_slow_peer_hops_through_memory():
+    topo = slow_p2p_server()
+    staged = search_rings(topo, size=SIZE)
+    direct = search_rings(topo, size=SIZE, vias=())
+    best = staged.best[0]
+    sock = [x.id for x in topo.links if x.id.startswith("sock")]
+    # the two socket crossings are staged through a memory node; the other hops stay direct
+    assert crossings(best, sock) == 2
+    assert all((via is not None) == bool(set(hop) & set(sock)) for via, hop in zip(best.vias, best.hops, strict=True))
+    assert {v for v in best.vias if v} <= {"mem0", "mem1"}
+    assert best.busbw == pytest.approx(20 * GB, rel=1e-9)  # the socket link, one staged hop per direction
+    assert direct.best[0].busbw == pytest.approx(6 * GB, rel=1e-9)  # the P2P links at best
+
+
+def test_search_ties_the_default_when_all_rings_are_equal():
+    # one switch: every ring uses each GPU's up and down link once, so every ring is equal
+    topo = preset("pcie-4gpu-switch")
+    found = search_rings(topo, size=SIZE)
+    assert found.best[0].busbw == pytest.approx(found.default.busbw, rel=1e-9)
+    assert found.best[0].order == found.default.order  # a tie keeps the default
+    assert found.default.busbw == pytest.approx(topo.link["gpu0->sw0"].bandwidth, rel=1e-9)
+
+
+def test_small_search_finds_the_exhaustive_optimum():
+    # 4 ranks: (n-1)! = 6 orders, all probed; the reference simulates every order's AllReduce itself
+    topo = alternating_server()
+    ranks = ["gpu0", "gpu1", "gpu2", "gpu3"]
+    found = search_rings(topo, ranks, size=SIZE, vias=())
+    times = []
+    for rest in itertools.permutations(ranks[1:]):
+        order = [ranks[0], *rest]
+        compiled = netsim.compile(coll.allreduce(ranks, SIZE, rings=[order]).scenario(topo), **PAD)
+        times.append(netsim.simulate(compiled, max_events=3 * PAD["pad_items"] + 16).makespan)
+    assert found.best[0].time == pytest.approx(min(times), rel=1e-9)
+    assert found.default.time == pytest.approx(times[0], rel=1e-9)
+    assert min(times) < times[0]  # the default order 0, 1, 2, 3 crosses 4 times: not optimal
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"ranks": ["gpu0"]}, "ranks"), ({"size": 0.0}, "size"), ({"top": 0}, "top"),
+    ({"vias": ["nowhere"]}, "vias")])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(netsim.ScenarioError, match=match):
+        search_rings(preset("pcie-4gpu-switch"), **kwargs)
