@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import json
 import os
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -184,6 +185,7 @@ class Result:
         sc = self.compiled.scenario
         lines = [f"scenario {sc.name or '(unnamed)'}: {len(sc.links)} links, {len(sc.flows)} flows, "
                  f"{len(sc.tasks)} tasks",
+                 *([textwrap.fill(sc.description, 100)] if sc.description else []),
                  f"makespan {format_quantity(self.makespan, 'time')}   events {self.events}   "
                  f"max-min rounds {self.rounds} (max {self.max_rounds} per event)   "
                  f"wall {format_quantity(self.wall_time, 'time')}"]

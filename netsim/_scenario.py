@@ -74,6 +74,7 @@ class Scenario:
     tasks: tuple[Task, ...] = ()
     per_hop_latency: float = 0.0
     name: str = ""
+    description: str = ""
 
     def __post_init__(self):
         # accept lists; store tuples so a scenario is hashable and immutable
@@ -94,7 +95,8 @@ class Scenario:
         flows = [_read(Flow, row, f"flows[{i}]") for i, row in enumerate(_rows(data, "flows"))]
         tasks = [_read(Task, row, f"tasks[{i}]") for i, row in enumerate(_rows(data, "tasks"))]
         hop = parse_quantity(data.get("per_hop_latency", 0.0), "time", "per_hop_latency")
-        return cls(links, flows, tasks, per_hop_latency=hop, name=str(data.get("name", "")))
+        return cls(links, flows, tasks, per_hop_latency=hop, name=str(data.get("name", "")),
+                   description=str(data.get("description", "")))
 
     def to_dict(self) -> dict[str, Any]:
         def row(obj):
@@ -102,6 +104,8 @@ class Scenario:
             return {k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items() if v is not None}
 
         out: dict[str, Any] = {"name": self.name} if self.name else {}
+        if self.description:
+            out["description"] = self.description
         out["links"] = [row(x) for x in self.links]
         out["flows"] = [row(x) for x in self.flows]
         out["tasks"] = [row(x) for x in self.tasks]
