@@ -1,0 +1,568 @@
+"""Pipeline-parallel training compiled to a flow program: GPipe, 1F1B, interleaved 1F1B and ZB-H1.
+
+A schedule is an order of compute ops on each stage device. The compiler turns every op into a Task on
+its device, chained to the device's previous op with an `after` edge (tasks that overlap on one device
+would share it), sends activations forward and gradients backward as flows over the fabric's real
+routes, and optionally adds the data-parallel gradient AllReduce across pipeline replicas and a CPU
+optimizer with gradient offload / parameter reload over PCIe. See docs/pipelines.md for pictures and
+closed forms.
+
+    costs = TransformerStage(hidden=4096, seq_len=2048, micro_batch=1, layers=8).costs(device_flops=300e12)
+    pipe = pipeline(topo, ["gpu0", "gpu1", "gpu2", "gpu3"], schedule="1f1b", microbatches=8, costs=costs)
+    result = netsim.simulate(pipe.scenario())
+    stats = pipe.stats(result)  # iteration time, bubble fraction, per-device timeline
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
+
+from .._scenario import Flow, Scenario, ScenarioError, Task, check_number
+from ._base import Fabric, Workload
+
+__all__ = [
+    "SCHEDULES",
+    "Offload",
+    "Op",
+    "Pipeline",
+    "PipelineStats",
+    "Span",
+    "StageCosts",
+    "TransformerStage",
+    "pipeline",
+    "pipeline_order",
+]
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+
+#: op kinds: forward, whole backward (input + weight gradient), input-gradient only, weight-gradient only
+FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT = "F", "BW", "B", "W"
+
+AllReduce = Callable[[Sequence[str], float], Workload]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StageCosts:
+    """Per-micro-batch costs of one pipeline stage (all of its layers).
+
+    Attributes:
+        forward: s of the forward pass (F).
+        backward_input: s of the input-gradient pass (B). Schedules other than ZB-H1 run B and W as one
+            backward task of backward_input + backward_weight seconds.
+        activation_bytes: bytes a stage sends to the next one per micro-batch; the gradient sent back has
+            the same size. An interleaved chunk sends this much at each of its boundaries.
+        backward_weight: s of the weight-gradient pass (W).
+        gradient_bytes: bytes of the stage's parameter gradients, reduced across data-parallel replicas
+            and offloaded to the host; 0 for neither.
+        parameter_bytes: bytes reloaded host -> GPU after an offloaded optimizer step (None: gradient_bytes).
+    """
+
+    forward: float
+    backward_input: float
+    activation_bytes: float
+    backward_weight: float = 0.0
+    gradient_bytes: float = 0.0
+    parameter_bytes: float | None = None
+
+    def __post_init__(self):
+        for name in ("forward", "backward_input", "activation_bytes"):
+            _positive(getattr(self, name), f"StageCosts.{name}")
+        for name in ("backward_weight", "gradient_bytes"):
+            _non_negative(getattr(self, name), f"StageCosts.{name}")
+        if self.parameter_bytes is not None:
+            _non_negative(self.parameter_bytes, "StageCosts.parameter_bytes")
+
+    @property
+    def backward(self) -> float:
+        """s of the whole backward pass (B + W)."""
+        return self.backward_input + self.backward_weight
+
+    @property
+    def reload_bytes(self) -> float:
+        return self.gradient_bytes if self.parameter_bytes is None else self.parameter_bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerStage:
+    """FLOP model of a stage of `layers` transformer layers (Narayanan et al., SC'21, with B/W split).
+
+    Per layer and micro-batch (b = micro_batch, s = seq_len, h = hidden, f = ffn_multiplier):
+    GEMMs 2bsh²(4 + 2f) (QKV and output projections, two MLP matrices; 24bsh² at f = 4) and attention
+    scores 4bs²h. Forward = GEMMs + scores; input gradient B = GEMMs + 2 x scores (both operands of
+    QKᵀ and AV); weight gradient W = GEMMs (the scores have no weights). B + W = 2 x forward.
+    Parameters: (4 + 2f)h² per layer (biases and norms left out). Activations sent between stages:
+    b·s·h values of `bytes_per_value` each.
+    """
+
+    hidden: int
+    seq_len: int
+    micro_batch: int
+    layers: int
+    ffn_multiplier: float = 4.0
+    bytes_per_value: float = 2.0
+
+    def __post_init__(self):
+        for name in ("hidden", "seq_len", "micro_batch", "layers"):
+            _count(getattr(self, name), f"TransformerStage.{name}")
+        for name in ("ffn_multiplier", "bytes_per_value"):
+            _positive(getattr(self, name), f"TransformerStage.{name}")
+
+    @property
+    def parameters(self) -> float:
+        return self.layers * (4 + 2 * self.ffn_multiplier) * self.hidden**2
+
+    def flops(self) -> tuple[float, float, float]:
+        """(forward, input-gradient, weight-gradient) FLOPs of the stage for one micro-batch."""
+        b, s, h = self.micro_batch, self.seq_len, self.hidden
+        gemm = 2 * b * s * h * h * (4 + 2 * self.ffn_multiplier) * self.layers
+        scores = 4 * b * s * s * h * self.layers
+        return gemm + scores, gemm + 2 * scores, gemm
+
+    def costs(self, device_flops: float, *, gradient_bytes_per_value: float | None = None) -> StageCosts:
+        """StageCosts on a device that sustains `device_flops` FLOP/s.
+
+        gradient_bytes_per_value: bytes per gradient value (None: bytes_per_value).
+        """
+        _positive(device_flops, "device_flops")
+        per_value = self.bytes_per_value if gradient_bytes_per_value is None else gradient_bytes_per_value
+        _positive(per_value, "gradient_bytes_per_value")
+        f, b, w = self.flops()
+        return StageCosts(
+            forward=f / device_flops,
+            backward_input=b / device_flops,
+            backward_weight=w / device_flops,
+            activation_bytes=self.micro_batch * self.seq_len * self.hidden * self.bytes_per_value,
+            gradient_bytes=self.parameters * per_value,
+            parameter_bytes=self.parameters * self.bytes_per_value,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Offload:
+    """Optimizer state kept in host memory; the optimizer step runs on a CPU.
+
+    After a stage's last backward op (and its data-parallel AllReduce), its gradients move GPU -> host
+    memory, the CPU steps the optimizer, and the new parameters move host -> GPU. With `overlap` (as in
+    SPipe-style systems) each stage starts as soon as its own backward is done, in `pieces` pipelined
+    parts (the transfer of part i+1 overlaps the step of part i); without it (1F1B + offload as in
+    Megatron/ZeRO-Offload runs) every stage waits for the whole pipeline to finish, then moves and steps
+    its state in one piece.
+
+    Attributes:
+        memory: host memory node the gradients go to: one name, or a mapping GPU -> node.
+        cpu: device name of the CPU that runs the step: one name, or a mapping GPU -> CPU.
+        step_time: s the CPU needs to step one stage's optimizer state alone (steps sharing a CPU share it).
+        overlap: start each stage's offload when its backward is done (True) or after the whole pipeline.
+        pieces: parts each stage's offload is split into when overlapping.
+    """
+
+    memory: str | Mapping[str, str]
+    cpu: str | Mapping[str, str]
+    step_time: float
+    overlap: bool = True
+    pieces: int = 4
+
+    def __post_init__(self):
+        _positive(self.step_time, "Offload.step_time")
+        _count(self.pieces, "Offload.pieces")
+
+    def memory_of(self, gpu: str) -> str:
+        return _lookup(self.memory, gpu, "Offload.memory")
+
+    def cpu_of(self, gpu: str) -> str:
+        return _lookup(self.cpu, gpu, "Offload.cpu")
+
+
+class Op(NamedTuple):
+    """One compute op of a schedule: kind (F, BW, B or W), micro-batch, virtual stage."""
+
+    kind: str
+    microbatch: int
+    stage: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}{self.microbatch}.s{self.stage}"
+
+
+def pipeline_order(
+    schedule: str, stages: int, microbatches: int, chunks: int = 1
+) -> tuple[tuple[Op, ...], ...]:
+    """The op order on each of `stages` devices (device d holds virtual stages d, d + p, ...).
+
+    gpipe: all forwards, then all backwards. 1f1b: p - d - 1 warm-up forwards, then one forward / one
+    backward, then the remaining backwards (PipeDream-flush). interleaved: Megatron-LM's interleaved
+    1F1B over `chunks` model chunks per device. zb-h1: 1F1B with the backward split into B and W, the
+    W passes of device d delayed by d ops so that every device holds p micro-batches in flight (Qi et
+    al., ICLR'24, "ZB-H1").
+
+    Raises:
+        ScenarioError: unknown schedule, counts < 1, chunks != 1 outside interleaved, or an interleaved
+            schedule whose micro-batches are not a multiple of the stages (Megatron-LM's rule).
+    """
+    if schedule not in SCHEDULES:
+        raise ScenarioError(f"schedule: unknown schedule {schedule!r}; expected one of {list(SCHEDULES)}")
+    p = _count(stages, "stages")
+    m = _count(microbatches, "microbatches")
+    v = _count(chunks, "chunks")
+    if schedule != "interleaved" and v != 1:
+        raise ScenarioError(
+            f"chunks: only the interleaved schedule has model chunks, got chunks={v} "
+            f"with schedule {schedule!r}"
+        )
+    if schedule == "interleaved" and m % p:
+        raise ScenarioError(
+            f"microbatches: the interleaved schedule needs a multiple of stages={p} "
+            f"micro-batches, got microbatches={m}"
+        )
+    build = {"gpipe": _gpipe, "1f1b": _one_f_one_b, "interleaved": _interleaved, "zb-h1": _zb_h1}[schedule]
+    return tuple(tuple(build(d, p, m, v)) for d in range(p))
+
+
+def _gpipe(d: int, p: int, m: int, v: int) -> list[Op]:
+    return [Op(FORWARD, k, d) for k in range(m)] + [Op(BACKWARD, k, d) for k in range(m)]
+
+
+def _one_f_one_b(d: int, p: int, m: int, v: int) -> list[Op]:
+    warmup = min(p - d - 1, m)
+    ops = [Op(FORWARD, k, d) for k in range(warmup)]
+    for k in range(m - warmup):
+        ops += [Op(FORWARD, warmup + k, d), Op(BACKWARD, k, d)]
+    return ops + [Op(BACKWARD, k, d) for k in range(m - warmup, m)]
+
+
+def _interleaved(d: int, p: int, m: int, v: int) -> list[Op]:
+    # Megatron-LM's order: "virtual" micro-batch j runs chunk (j // p) % v on micro-batch
+    # (j // pv) p + j % p; backwards visit the chunks in reverse. Warm-up is longer than 1F1B's so
+    # that the first backward's gradients have come back when the steady phase starts.
+    total = m * v
+
+    def op(kind: str, j: int) -> Op:
+        chunk = (j % (p * v)) // p
+        if kind != FORWARD:
+            chunk = v - 1 - chunk
+        return Op(kind, (j // (p * v)) * p + j % p, chunk * p + d)
+
+    warmup = min((p - d - 1) * 2 + (v - 1) * p, total)
+    ops = [op(FORWARD, j) for j in range(warmup)]
+    for j in range(total - warmup):
+        ops += [op(FORWARD, warmup + j), op(BACKWARD, j)]
+    return ops + [op(BACKWARD, j) for j in range(total - warmup, total)]
+
+
+def _zb_h1(d: int, p: int, m: int, v: int) -> list[Op]:
+    warmup = min(p - d - 1, m)
+    ops = [Op(FORWARD, k, d) for k in range(warmup)]
+    waiting: list[int] = []  # micro-batches whose W is delayed
+
+    def backward(k: int) -> None:
+        ops.append(Op(BACKWARD_INPUT, k, d))
+        waiting.append(k)
+        if len(waiting) > d:  # device d keeps d weight-gradient passes in reserve
+            ops.append(Op(BACKWARD_WEIGHT, waiting.pop(0), d))
+
+    for k in range(m - warmup):
+        ops.append(Op(FORWARD, warmup + k, d))
+        backward(k)
+    for k in range(m - warmup, m):
+        backward(k)
+    return ops + [Op(BACKWARD_WEIGHT, k, d) for k in waiting]
+
+
+class Span(NamedTuple):
+    """One compute task on a device's timeline (s)."""
+
+    id: str
+    kind: str
+    start: float
+    finish: float
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineStats:
+    """What one simulated training iteration did.
+
+    Attributes:
+        iteration_time: s from the start to the last flow or task (AllReduce and offload included).
+        compute_time: s to the end of the last compute task on a pipeline device.
+        busy: pipeline device -> s spent computing.
+        bubble_fraction: idle fraction of the pipeline devices over the iteration,
+            1 - sum(busy) / (devices x iteration_time).
+        timeline: pipeline device -> its compute spans in time order.
+    """
+
+    iteration_time: float
+    compute_time: float
+    busy: dict[str, float]
+    bubble_fraction: float
+    timeline: dict[str, tuple[Span, ...]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Pipeline:
+    """A compiled pipeline: its flow program, the fabric it runs on, and the schedule it came from.
+
+    Attributes:
+        workload: the flows and tasks.
+        fabric: the topology the flows are routed on.
+        devices: replicas x stages device names.
+        order: per stage index, the op order every replica runs.
+        schedule, microbatches, chunks, costs: the inputs.
+    """
+
+    workload: Workload
+    fabric: Fabric
+    devices: tuple[tuple[str, ...], ...]
+    order: tuple[tuple[Op, ...], ...]
+    schedule: str
+    microbatches: int
+    chunks: int
+    costs: StageCosts
+
+    def scenario(self, *, name: str | None = None) -> Scenario:
+        return self.workload.scenario(self.fabric, name=name)
+
+    def compute_ops(self) -> dict[str, tuple[tuple[str, Op], ...]]:
+        """Pipeline device -> (task id, op) of its compute tasks in schedule order."""
+        return {
+            dev: tuple((f"r{r}/{op.id}", op) for op in self.order[d])
+            for r, row in enumerate(self.devices)
+            for d, dev in enumerate(row)
+        }
+
+    def stats(self, result) -> PipelineStats:
+        """Iteration time, bubble fraction and per-device timeline of a simulated run of `scenario()`."""
+        timeline = {}
+        for dev, ops in self.compute_ops().items():
+            spans = [Span(i, op.kind, result.task(i).start, result.task(i).finish) for i, op in ops]
+            timeline[dev] = tuple(sorted(spans, key=lambda s: s.start))
+        busy = {dev: sum(s.finish - s.start for s in spans) for dev, spans in timeline.items()}
+        iteration = float(result.makespan)
+        compute = max(s.finish for spans in timeline.values() for s in spans)
+        bubble = 1.0 - sum(busy.values()) / (len(busy) * iteration) if iteration > 0 else 0.0
+        return PipelineStats(iteration, compute, busy, bubble, timeline)
+
+
+def pipeline(
+    fabric: Fabric,
+    devices: Sequence[str] | Sequence[Sequence[str]],
+    *,
+    microbatches: int,
+    costs: StageCosts,
+    schedule: str = "1f1b",
+    chunks: int = 1,
+    allreduce: AllReduce | None = None,
+    optimizer_time: float = 0.0,
+    offload: Offload | None = None,
+    name: str = "",
+) -> Pipeline:
+    """Compiles one training iteration of pipeline-parallel training to flows and tasks.
+
+    Args:
+        fabric: the topology (its links and routes).
+        devices: the stage devices of one pipeline, or a list of pipelines (data-parallel replicas,
+            each with one device per stage).
+        microbatches: micro-batches per iteration per replica (m).
+        costs: per-stage, per-micro-batch compute times (s) and message sizes (bytes).
+        schedule: one of SCHEDULES.
+        chunks: model chunks per device (v) for the interleaved schedule; each costs 1/v of a stage.
+        allreduce: builds the data-parallel gradient AllReduce of `gradient_bytes` over one rank per
+            replica (default: netsim.workloads.collectives' ring allreduce). Used with >= 2 replicas.
+        optimizer_time: s of an on-GPU optimizer step after the gradients are reduced (0: none).
+            Ignored with `offload`, whose step runs on the CPU.
+        offload: keep the optimizer on the host (see Offload).
+        name: workload name.
+
+    Raises:
+        ScenarioError: a device not on the fabric or used twice, replicas of unequal length, or any
+            problem pipeline_order reports.
+    """
+    if not isinstance(costs, StageCosts):
+        raise ScenarioError(f"costs: expected a StageCosts, got {type(costs).__name__}")
+    nodes = {n for link in fabric.links for n in (link.src, link.dst)}
+    rows = _replicas(devices, nodes)
+    p = len(rows[0])
+    order = pipeline_order(schedule, p, microbatches, chunks)
+    _non_negative(optimizer_time, "optimizer_time")
+    v = chunks
+    n_stages = p * v
+    duration = {
+        FORWARD: costs.forward / v,
+        BACKWARD: costs.backward / v,
+        BACKWARD_INPUT: costs.backward_input / v,
+        BACKWARD_WEIGHT: costs.backward_weight / v,
+    }
+
+    flows: list[Flow] = []
+    tasks: list[Task] = []
+    done: dict[int, list[str]] = {d: [] for d in range(p)}  # stage index -> what its optimizer waits on
+    for r, row in enumerate(rows):
+        pre = f"r{r}/"
+        device_of = lambda s, row=row: row[s % p]  # virtual stage s lives on device s mod p
+        for d, ops in enumerate(order):
+            prev: str | None = None
+            for op in ops:
+                s, k = op.stage, op.microbatch
+                after = [prev] if prev else []
+                if op.kind == FORWARD and s > 0:
+                    after.append(
+                        _message(
+                            flows,
+                            pre,
+                            "act",
+                            k,
+                            s - 1,
+                            s,
+                            device_of,
+                            pre + Op(FORWARD, k, s - 1).id,
+                            costs.activation_bytes,
+                        )
+                    )
+                elif op.kind in (BACKWARD, BACKWARD_INPUT) and s < n_stages - 1:
+                    after.append(
+                        _message(
+                            flows,
+                            pre,
+                            "grad",
+                            k,
+                            s + 1,
+                            s,
+                            device_of,
+                            pre + Op(op.kind, k, s + 1).id,
+                            costs.activation_bytes,
+                        )
+                    )
+                prev = pre + op.id
+                tasks.append(Task(prev, row[d], duration[op.kind], after=tuple(after)))
+            done[d].append(prev)
+
+    extra: list[Workload] = []
+    if len(rows) > 1 and costs.gradient_bytes > 0:
+        reduce = _ring_allreduce if allreduce is None else allreduce
+        for d in range(p):
+            ring = reduce([row[d] for row in rows], costs.gradient_bytes).prefixed(f"dp.s{d}")
+            extra.append(_waiting(ring, done[d]))
+            done[d] = list(ring.sinks())
+    if offload is not None:
+        extra.append(_offload(offload, rows, costs, done, nodes))
+    elif optimizer_time > 0:
+        extra.append(
+            Workload(
+                tasks=[
+                    Task(f"r{r}/optimizer.d{d}", row[d], optimizer_time, after=tuple(done[d]))
+                    for r, row in enumerate(rows)
+                    for d in range(p)
+                ]
+            )
+        )
+    workload = Workload(flows, tasks)
+    for w in extra:
+        workload = workload + w
+    return Pipeline(
+        dataclasses.replace(workload, name=name), fabric, rows, order, schedule, microbatches, chunks, costs
+    )
+
+
+def _message(
+    flows: list[Flow],
+    pre: str,
+    kind: str,
+    k: int,
+    src_stage: int,
+    dst_stage: int,
+    device_of,
+    producer: str,
+    size: float,
+) -> str:
+    """The id the consumer waits on: a flow between two devices, or the producer itself on one device."""
+    src, dst = device_of(src_stage), device_of(dst_stage)
+    if src == dst:
+        return producer
+    fid = f"{pre}{kind}{k}.s{src_stage}-s{dst_stage}"
+    flows.append(Flow(fid, src, dst, size, after=(producer,)))
+    return fid
+
+
+def _offload(off: Offload, rows, costs: StageCosts, done: dict[int, list[str]], nodes: set[str]) -> Workload:
+    flows: list[Flow] = []
+    tasks: list[Task] = []
+    barrier = tuple(i for ids in done.values() for i in ids)
+    pieces = off.pieces if off.overlap else 1
+    for r, row in enumerate(rows):
+        for d, gpu in enumerate(row):
+            mem, cpu = off.memory_of(gpu), off.cpu_of(gpu)
+            if mem not in nodes:
+                raise ScenarioError(
+                    f"Offload.memory: {mem!r} (for device {gpu!r}) is not a node of the fabric"
+                )
+            start = tuple(done[d]) if off.overlap else barrier
+            pre = f"r{r}/offload.d{d}"
+            prev = {"d2h": start, "step": (), "h2d": ()}
+            for i in range(pieces):
+                sfx = f".{i}" if pieces > 1 else ""
+                d2h, step, h2d = f"{pre}/d2h{sfx}", f"{pre}/step{sfx}", f"{pre}/h2d{sfx}"
+                flows.append(Flow(d2h, gpu, mem, costs.gradient_bytes / pieces, after=prev["d2h"]))
+                tasks.append(Task(step, cpu, off.step_time / pieces, after=(d2h, *prev["step"])))
+                flows.append(Flow(h2d, mem, gpu, costs.reload_bytes / pieces, after=(step, *prev["h2d"])))
+                prev = {"d2h": (d2h,), "step": (step,), "h2d": (h2d,)}
+    return Workload(flows, tasks)
+
+
+def _waiting(w: Workload, ids: Sequence[str]) -> Workload:
+    """`w` with its roots also waiting on `ids`."""
+    roots = set(w.roots())
+    extend = lambda x: dataclasses.replace(x, after=tuple(x.after) + tuple(ids)) if x.id in roots else x
+    return Workload([extend(f) for f in w.flows], [extend(t) for t in w.tasks], w.name)
+
+
+def _ring_allreduce(ranks: Sequence[str], size: float) -> Workload:
+    from .collectives import allreduce
+
+    return allreduce(ranks, size, name="allreduce").workload
+
+
+def _replicas(devices, nodes: set[str]) -> tuple[tuple[str, ...], ...]:
+    if isinstance(devices, str) or not isinstance(devices, Sequence) or not devices:
+        raise ScenarioError(
+            f"devices: expected a non-empty list of stage devices (or of replicas), got {devices!r}"
+        )
+    rows = (tuple(devices),) if all(isinstance(x, str) for x in devices) else tuple(map(tuple, devices))
+    seen: dict[str, str] = {}
+    for r, row in enumerate(rows):
+        if not row or len(row) != len(rows[0]):
+            raise ScenarioError(
+                f"devices[{r}]: every replica needs the same number of stages "
+                f"({len(rows[0])}), got {len(row)}"
+            )
+        for d, dev in enumerate(row):
+            where = f"devices[{r}][{d}]" if len(rows) > 1 else f"devices[{d}]"
+            if not isinstance(dev, str) or dev not in nodes:
+                raise ScenarioError(f"{where}: {dev!r} is not a node of the fabric")
+            if dev in seen:
+                raise ScenarioError(f"{where}: device {dev!r} is used twice (also {seen[dev]})")
+            seen[dev] = where
+    return rows
+
+
+def _lookup(value: str | Mapping[str, str], gpu: str, field: str) -> str:
+    if isinstance(value, str):
+        return value
+    if gpu not in value:
+        raise ScenarioError(f"{field}: no entry for device {gpu!r}")
+    return value[gpu]
+
+
+def _count(value, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ScenarioError(f"{field}: expected an integer >= 1, got {value!r}")
+    return value
+
+
+def _positive(value, field: str) -> None:
+    check_number(value, field, positive=True)
+
+
+def _non_negative(value, field: str) -> None:
+    check_number(value, field)

@@ -1,0 +1,105 @@
+"""Chrome / Perfetto trace export and the critical path of a simulated scenario."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+import netsim
+from netsim import Flow, Link, Scenario, ScenarioError, Task
+from netsim.timeline import critical_path, save_trace, trace_events
+
+PAD = {"pad_items": 64, "pad_hops": 4, "pad_after": 2, "pad_resources": 8, "max_events": 3 * 64 + 16}
+
+
+@pytest.fixture(scope="module")
+def result():
+    # Two tasks overlap on gpu0 (they share it), a flow waits for one of them, two flows on a -> b overlap,
+    # a third flow takes the two-hop route a -> b -> c, and a task on gpu1 waits for it.
+    links = [Link("a->b", "a", "b", 1e9, 1e-6), Link("b->c", "b", "c", 2e9, 2e-6)]
+    flows = [
+        Flow("f1", "a", "b", 1e6, after=("t1",)),
+        Flow("f2", "a", "b", 5e5, start=1e-3),
+        Flow("f3", "a", "c", 1e6, route=("a->b", "b->c"), start=1.5e-3),
+    ]
+    tasks = [Task("t1", "gpu0", 1e-3), Task("t2", "gpu0", 2e-3), Task("t3", "gpu1", 2e-3, after=("f3",))]
+    return netsim.simulate(netsim.compile(Scenario(links, flows, tasks, name="small"), **PAD))
+
+
+def slices(trace):
+    return [e for e in trace["traceEvents"] if e["ph"] == "X"]
+
+
+def track_names(trace):
+    return {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"
+    }
+
+
+def test_every_item_is_one_complete_event_at_its_simulated_times(result):
+    trace = trace_events(result)
+    assert set(trace) == {"traceEvents", "displayTimeUnit", "otherData"}
+    events = {e["name"]: e for e in slices(trace)}
+    assert sorted(events) == ["f1", "f2", "f3", "t1", "t2", "t3"]
+    for item_id, e in events.items():
+        t = result.timing(item_id)
+        assert e["ts"] == pytest.approx(t.start * 1e6, rel=1e-12, abs=1e-9)  # µs
+        assert e["dur"] == pytest.approx((t.finish - t.start) * 1e6, rel=1e-12, abs=1e-9)
+        assert e["cat"] == ("flow" if item_id.startswith("f") else "task")
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+    assert events["f3"]["args"]["route"] == ["a->b", "b->c"]
+    assert events["f3"]["args"]["bytes"] == 1e6
+    assert events["f3"]["args"]["bottlenecks_s"] == pytest.approx(result.bottlenecks("f3"))
+    assert trace["otherData"]["makespan_s"] == result.makespan
+    json.dumps(trace)  # serializable as is
+
+
+def test_tracks_per_device_and_pair_with_lanes_for_overlaps(result):
+    trace = trace_events(result)
+    names = track_names(trace)
+    where = {e["name"]: names[e["pid"], e["tid"]] for e in slices(trace)}
+    # t1 and t2 overlap on gpu0 (processor sharing): two lanes of one device
+    assert {where["t1"], where["t2"]} == {"gpu0", "gpu0 #2"}
+    assert where["t3"] == "gpu1"
+    assert where["f3"] == "a -> c"
+    assert {where["f1"], where["f2"]} <= {"a -> b", "a -> b #2"}
+    # slices of one track never overlap (trace viewers need nested or disjoint slices)
+    by_track: dict = {}
+    for e in slices(trace):
+        by_track.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["ts"] + e["dur"]))
+    for spans in by_track.values():
+        spans.sort()
+        assert all(a[1] <= b[0] * (1 + 1e-12) for a, b in itertools.pairwise(spans))
+
+
+def test_link_tracks_show_a_flow_on_every_link_of_its_route(result):
+    trace = trace_events(result, flows="link")
+    names = track_names(trace)
+    on = {}
+    for e in slices(trace):
+        if e["cat"] == "flow":
+            on.setdefault(e["name"], set()).add(names[e["pid"], e["tid"]].split(" #")[0])
+    assert on == {"f1": {"a->b"}, "f2": {"a->b"}, "f3": {"a->b", "b->c"}}
+    assert all(e["cat"] == "task" for e in slices(trace_events(result, flows="none")))
+    with pytest.raises(ScenarioError, match="flows: unknown track layout 'pairs'"):
+        trace_events(result, flows="pairs")
+
+
+def test_save_trace_writes_the_same_json(result, tmp_path):
+    path = tmp_path / "t.json"
+    save_trace(result, path)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(trace_events(result)))
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # no temporary file left behind
+
+
+def test_critical_path_adds_up_to_the_makespan(result):
+    path = critical_path(result)
+    # the last item is t3, released by f3, which started on its own start time (1.5 ms)
+    assert [s.id for s in path] == ["f3", "t3"]
+    assert path[0].start == pytest.approx(1.5e-3)
+    assert path[0].start + sum(s.duration for s in path) == pytest.approx(result.makespan, rel=1e-12)
+    f3 = path[0]
+    assert f3.latency == pytest.approx(3e-6)
+    assert f3.duration == pytest.approx(f3.latency + sum(f3.held.values()), rel=1e-9)
