@@ -6,6 +6,8 @@
 """
 
 from . import kernels as kernels
+from . import topology as topology
+from . import workloads as workloads
 from ._compile import Compiled as Compiled
 from ._compile import compile_scenario as compile_scenario
 from ._result import Result as Result
