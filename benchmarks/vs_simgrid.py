@@ -80,7 +80,7 @@ def fat_tree_random(n_flows: int, seed: int = 0) -> Scenario:
     hosts = topo.nodes_of("host")
     rng = np.random.default_rng(seed)
     pairs = [rng.choice(len(hosts), 2, replace=False) for _ in range(n_flows)]
-    sizes = rng.uniform(1, 64, n_flows) * 2**20
+    sizes = np.round(rng.uniform(1, 64, n_flows) * 2**20)  # whole bytes (SimGrid's unit)
     flows = [Flow(f"f{i}", hosts[a], hosts[b], float(s), route=topo.route(hosts[a], hosts[b]))
              for i, ((a, b), s) in enumerate(zip(pairs, sizes, strict=True))]
     return topo.scenario(flows, name=f"fattree16_{n_flows}flows")

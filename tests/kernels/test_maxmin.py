@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
 from netsim.kernels import maxmin_rates
 from reference import progressive_filling
 
