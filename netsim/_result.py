@@ -190,8 +190,8 @@ class Result:
                  f"max-min rounds {self.rounds} (max {self.max_rounds} per event)   "
                  f"wall {format_quantity(self.wall_time, 'time')}"]
         if self.flow_ids:
-            order = np.argsort(-self.flow_finish)[:top]
-            lines += ["", f"{'slowest flows':<28}{'start':>12}{'finish':>12}{'rate':>14}  held back by"]
+            order = np.argsort(-(self.flow_finish - self.flow_start))[:top]
+            lines += ["", f"{'longest flows':<28}{'start':>12}{'finish':>12}{'rate':>14}  held back by"]
             for i in order:
                 fid = self.flow_ids[i]
                 span = self.flow_finish[i] - self.flow_first_byte[i]

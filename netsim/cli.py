@@ -1,17 +1,32 @@
-"""`netsim` command line: run a scenario file; sweep and calibrate register their own subcommands."""
+"""netsim command line: simulate scenarios, sweep what-ifs, calibrate against measured traces."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 import jax
 
 
+def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
+    """Refuses, before any work, an output whose type is unknown or whose folder does not exist."""
+    if path is None:
+        return
+    if not path.endswith(suffixes):
+        kind = os.path.splitext(path)[1] or "(none)"
+        raise OSError(f"{option}: unknown output type {kind!r} in {path!r}; use one of {', '.join(suffixes)}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OSError(f"{option}: folder {folder!r} does not exist")
+
+
 def _run(args: argparse.Namespace) -> int:
     import netsim
 
+    check_output_path(args.out, "--out", (".json", ".h5", ".hdf5"))
+    check_output_path(args.trace, "--trace", (".json",))
     scenario = netsim.Scenario.load(args.scenario)
     print(f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
           f"{len(scenario.tasks)} tasks) on {jax.default_backend()}", file=sys.stderr)
@@ -29,7 +44,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from netsim import __version__
+
     parser = argparse.ArgumentParser(prog="netsim", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"netsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a scenario JSON file and print a summary")
     run.add_argument("scenario", help="scenario JSON file (see docs/scenario-format.md)")

@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import netsim
+import netsim.calibrate
 
 ALLOWED = {"jax", "equinox", "jaxtyping", "numpy", "__future__", "functools", "typing", "dataclasses", "math"}
 
@@ -24,7 +25,11 @@ def test_kernels_import_only_numerics():
 
 
 def test_installed_inside_the_netsim_namespace():
-    import importlib.util
+    import importlib.metadata
 
     assert netsim.kernels.__name__ == "netsim.kernels"
-    assert importlib.util.find_spec("kernels") is None or "netsim" not in str(importlib.util.find_spec("kernels"))
+    assert netsim.calibrate.__name__ == "netsim.calibrate"
+    # nothing with a generic name is installed at the top level of site-packages
+    files = importlib.metadata.files("netsim") or []
+    tops = {f.parts[0] for f in files if f.suffix == ".py" or f.name.endswith(".pth")}
+    assert not tops & {"kernels", "calibrate"}, tops
