@@ -1,0 +1,104 @@
+"""Traces as HDF5 files: every table with its provenance, written atomically.
+
+Layout: root attributes `format`, `source`, `machine`, `header` (the comment lines, joined by newlines);
+one group per table, `tables/<index>`, with attribute `type` (the table class) and one dataset or
+attribute per field. Arrays are datasets, strings and numbers are attributes, tuples of strings are
+string datasets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+
+import h5py
+import numpy as np
+
+from ._traces import CsvTable, NcclTable, P2PMatrix, TopoTable, Trace, TraceError
+
+__all__ = ["load_trace", "save_trace"]
+
+FORMAT = "netsim.trace/1"
+_TYPES = {cls.__name__: cls for cls in (NcclTable, P2PMatrix, TopoTable, CsvTable)}
+_NONE = "__none__"  # P2PMatrix.p2p is None for the connectivity matrix; HDF5 attributes have no None
+
+
+def save_trace(trace: Trace, path: str | os.PathLike) -> None:
+    """Writes `trace` to an HDF5 file at `path` (temporary file + rename: never half a file)."""
+    path = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-",
+                               suffix=os.path.basename(path))
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["format"] = FORMAT
+            f.attrs["source"] = trace.source
+            f.attrs["machine"] = trace.machine
+            f.attrs["header"] = "\n".join(trace.header)
+            f.attrs["n_header"] = len(trace.header)
+            tables = f.create_group("tables")
+            for k, table in enumerate(trace.tables):
+                g = tables.create_group(f"{k:04d}")
+                g.attrs["type"] = type(table).__name__
+                for field in dataclasses.fields(table):
+                    _put(g, field.name, getattr(table, field.name))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_trace(path: str | os.PathLike) -> Trace:
+    """Reads a trace written by `save_trace`.
+
+    Raises:
+        TraceError: naming the file when it is not a netsim trace or a table is unreadable.
+    """
+    name = os.fspath(path)
+    try:
+        with h5py.File(name, "r") as f:
+            if f.attrs.get("format") != FORMAT:
+                raise TraceError(f"{name}: not a netsim trace file (format {f.attrs.get('format')!r}, "
+                                 f"expected {FORMAT!r})")
+            n_header = int(f.attrs["n_header"])
+            header = tuple(str(f.attrs["header"]).split("\n")) if n_header else ()
+            tables = []
+            for key in sorted(f["tables"]):
+                g = f["tables"][key]
+                cls = _TYPES.get(str(g.attrs.get("type")))
+                if cls is None:
+                    raise TraceError(f"{name}: tables/{key}: unknown table type {g.attrs.get('type')!r}")
+                values = {fd.name: _get(g, fd.name, fd.type) for fd in dataclasses.fields(cls)}
+                tables.append(cls(**values))
+            return Trace(str(f.attrs["source"]), header, str(f.attrs["machine"]), tuple(tables))
+    except OSError as e:
+        raise TraceError(f"{name}: cannot read as HDF5: {e}") from None
+    except KeyError as e:
+        raise TraceError(f"{name}: missing {e} in the trace file") from None
+
+
+def _put(g: h5py.Group, name: str, value) -> None:
+    if isinstance(value, np.ndarray):
+        g.create_dataset(name, data=value)
+    elif isinstance(value, tuple):  # of strings, or (CsvTable.rows) of tuples of strings
+        cells = np.asarray(value, dtype=object).reshape(len(value), -1) if value and isinstance(value[0], tuple) \
+            else np.asarray(value, dtype=object).reshape(len(value))
+        g.create_dataset(name, data=cells, dtype=h5py.string_dtype())
+    else:
+        g.attrs[name] = _NONE if value is None else value
+
+
+def _get(g: h5py.Group, name: str, annotation: str):
+    if name in g.attrs:
+        value = g.attrs[name]
+        if isinstance(value, str) and value == _NONE:
+            return None
+        return value.item() if isinstance(value, np.generic) else str(value)
+    data = g[name]
+    if annotation.startswith("tuple[tuple"):
+        return tuple(tuple(str(c) for c in row) for row in data.asstr()[()])
+    if annotation.startswith("tuple"):
+        return tuple(str(c) for c in data.asstr()[()])
+    return np.asarray(data[()])

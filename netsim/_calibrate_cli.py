@@ -1,0 +1,57 @@
+"""`netsim calibrate TRACE... --topology T --out params.json`: fit a machine's parameters to its traces."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def register(subparsers) -> None:
+    """Adds the `calibrate` subcommand to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "calibrate", help="fit link, protocol and shared-resource parameters to measured traces",
+        description="Reads nccl-tests tables and p2pBandwidthLatencyTest matrices (text, or HDF5 written by "
+                    "netsim.calibrate.save_trace), fits the topology's parameters by gradient descent through "
+                    "the simulator, and writes them as a JSON preset (see docs/calibration.md).")
+    p.add_argument("traces", nargs="+", help="trace files (.txt logs or .h5)")
+    p.add_argument("--topology", required=True,
+                   help="a netsim.topology preset name (e.g. rtx4090-8x-epyc7542) or an `nvidia-smi topo -m` file")
+    p.add_argument("--out", required=True, help="parameters JSON to write")
+    p.add_argument("--steps", type=int, default=400, help="most optimizer steps per stage (default 400)")
+    p.add_argument("--lr", type=float, default=0.02, help="peak Adam learning rate, log units (default 0.02)")
+    p.add_argument("--plot", help="PNG of measured vs simulated busbw per size (collectives)")
+    p.add_argument("--points", action="store_true", help="print every point of the fit report")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(handler=_calibrate)
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from netsim.calibrate import TraceError, calibrate, load_trace, plot_fit, read_trace
+    from netsim.calibrate.presets import build_topology, save
+    from netsim.topology import PRESETS
+
+    if args.topology in PRESETS:
+        entry: str | dict = args.topology
+    elif os.path.isfile(args.topology):
+        with open(args.topology) as f:
+            entry = {"nvidia_smi_topo": f.read(), "name": os.path.splitext(os.path.basename(args.topology))[0]}
+    else:
+        print(f"netsim: error: --topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) "
+              "nor a file", file=sys.stderr)
+        return 2
+    topo, staged = build_topology(entry), build_topology(entry, p2p=False)
+    try:
+        traces = [load_trace(t) if t.endswith((".h5", ".hdf5")) else read_trace(t) for t in args.traces]
+    except TraceError as e:
+        print(f"netsim: error: {e}", file=sys.stderr)
+        return 2
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
+    cal = calibrate(traces, topo, staged=staged, steps=args.steps, learning_rate=args.lr, progress=progress)
+    print(cal.report.summary(points=args.points))
+    save(args.out, {"topology": entry, **cal.values()})
+    print(f"\nwrote {args.out}")
+    if args.plot:
+        plot_fit(cal.report, args.plot, title=f"netsim calibrate on {topo.name}")
+        print(f"wrote {args.plot}")
+    return 0

@@ -1,0 +1,287 @@
+"""Trace readers: every shared trace parses with the right shapes and values read by eye from the files;
+malformed input raises with file and line; variants seen in the wild parse; HDF5 round trip."""
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from netsim.calibrate import CsvTable, NcclTable, P2PMatrix, TraceError, load_trace, read_trace, save_trace
+
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"shared traces not found at {TRACES}")
+GB, US = 1e9, 1e-6
+
+
+def trace(name):
+    return read_trace(TRACES / name)
+
+
+@needs_traces
+def test_every_shared_file_parses():
+    files = sorted(p for p in TRACES.iterdir() if p.is_file())
+    assert len(files) >= 12
+    for path in files:
+        t = read_trace(path)
+        assert t.source == path.name and t.tables, path.name
+        if path.suffix == ".txt":
+            assert t.machine, path.name  # every measured file names its machine
+
+
+@needs_traces
+def test_m01_allreduce():
+    t = trace("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt")
+    (table,) = t.nccl("all_reduce")
+    assert (table.n_gpus, table.groups) == (8, ("out-of-place", "in-place"))
+    assert table.size.shape == (25,) and table.time.shape == (25, 2)
+    np.testing.assert_array_equal(table.size, 8 * 2 ** np.arange(25))
+    assert table.count[0] == 2 and table.dtype[0] == "float" and table.redop[-1] == "sum" and table.root[3] == -1
+    row = int(np.flatnonzero(table.size == 1048576)[0])  # "1048576 262144 float sum -1 216.1 4.85 8.49 0 217.2 ..."
+    np.testing.assert_allclose(table.time[row], [216.1 * US, 217.2 * US])
+    np.testing.assert_allclose(table.column("algbw")[row], 4.85 * GB)
+    np.testing.assert_allclose(table.column("busbw", "in-place")[row], 8.45 * GB)
+    np.testing.assert_allclose(table.time[-1], [11382 * US, 11380 * US])
+    np.testing.assert_allclose(table.busbw[-1], [20.64 * GB, 20.64 * GB])
+    assert np.all(table.wrong == 0)
+    np.testing.assert_allclose(table.avg_busbw, 6.11168 * GB)
+    assert table.line == 19
+    assert t.header[0].startswith("# SOURCE:") and "tinygrad" in t.machine
+
+
+@needs_traces
+def test_m01_p2p_matrices():
+    on = trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt")
+    assert len(on.matrices()) == 9 and all(m.values.shape == (8, 8) for m in on.matrices())
+    np.testing.assert_array_equal(on.matrix("connectivity").values, np.ones((8, 8)))
+    uni = on.matrix("unidirectional", p2p=True)
+    assert uni.method == "writes"
+    np.testing.assert_allclose(uni.values[0, 1], 25.60 * GB)
+    np.testing.assert_allclose(uni.values[4, 0], 22.41 * GB)
+    np.testing.assert_allclose(on.matrix("bidirectional", p2p=True).values[4, 0], 41.60 * GB)
+    np.testing.assert_allclose(on.matrix("bidirectional", p2p=False).values[7, 7], 923.41 * GB)
+    np.testing.assert_allclose(on.matrix("latency", p2p=True, clock="gpu").values[0, 1], 1.24 * US)
+    np.testing.assert_allclose(on.matrix("latency", p2p=True, clock="cpu").values[7, 7], 3.58 * US)
+    np.testing.assert_allclose(on.matrix("latency", p2p=False, clock="gpu").values[2, 0], 11.33 * US)
+
+    off = trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt")
+    np.testing.assert_array_equal(off.matrix("connectivity").values, np.eye(8))
+    np.testing.assert_allclose(off.matrix("unidirectional", p2p=False).values[0, 1], 18.77 * GB)
+    np.testing.assert_allclose(off.matrix("latency", p2p=False, clock="gpu").values[0, 1], 20.26 * US)
+    np.testing.assert_allclose(off.matrix("latency", p2p=True, clock="cpu").values[6, 0], 20.68 * US)
+
+
+@needs_traces
+def test_topo_blocks_parsed_by_netsim_topology():
+    (topo,) = trace("m01_8x4090_2xEPYC7542_topo.txt").topo()
+    assert topo.devices == (*(f"GPU{i}" for i in range(8)), *(f"NIC{i}" for i in range(4)))
+    assert topo.line == 6 and "NIC3: mlx5_3" in topo.text  # the legend travels with the block
+    m = topo.matrix
+    assert (m.kind("GPU0", "GPU7"), m.kind("GPU6", "NIC0"), m.kind("NIC0", "NIC1")) == ("SYS", "PHB", "PIX")
+    assert m.numa_affinity["GPU4"] == 7 and m.nic_names["NIC2"] == "mlx5_2"
+    (quoted,) = trace("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt").topo()  # "#"-quoted, "..." elided
+    assert quoted.line == 5 and quoted.matrix.gpus == tuple(f"GPU{i}" for i in range(8))
+    assert (quoted.matrix.kind("GPU2", "GPU3"), quoted.matrix.kind("GPU1", "GPU2")) == ("NV4", "NODE")
+    (tabs,) = trace("m08_4xA100PCIe_nvlinkpairs_p2p.txt").topo()
+    assert tabs.matrix.kind("GPU0", "GPU1") == "NV12" and tabs.matrix.cpu_affinity["GPU3"] == "72-95"
+
+
+@needs_traces
+def test_m02_matrix_then_allreduce():
+    t = trace("m02_4x4090_pptest_p2p_allreduce.txt")
+    assert [type(x) for x in t.tables] == [P2PMatrix, NcclTable]
+    np.testing.assert_allclose(t.matrix("bidirectional", p2p=True).values[0, 1], 49.78 * GB)
+    (table,) = t.nccl()
+    assert (table.op, table.n_gpus, table.size.shape) == ("all_reduce", 4, (21,))
+    assert table.size[0] == 1024 and table.size[-1] == 2**30
+    np.testing.assert_allclose(table.time[-1], [63624 * US, 63640 * US])
+    np.testing.assert_allclose(table.busbw[-1, 0], 25.31 * GB)
+    assert "all_reduce_perf -b 1024" in table.title
+
+
+@needs_traces
+def test_m05_four_tables_with_their_commands():
+    tables = trace("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt").nccl()
+    assert [t.n_gpus for t in tables] == [2, 4, 2, 4]
+    assert all(t.op == "all_reduce" and t.size.shape == (4,) for t in tables)
+    assert "NVLink pair" in tables[0].title and "DGX A100" in tables[3].title
+    np.testing.assert_allclose(tables[0].time[0, 0], 22661 * US)
+    np.testing.assert_allclose(tables[3].time[2], [27672 * US, 39252 * US])
+    np.testing.assert_allclose([t.avg_busbw for t in tables], np.array([47.4509, 1.40216, 3.85845, 222.066]) * GB)
+
+
+@needs_traces
+def test_m08_tabs_topo_and_matrices():
+    t = trace("m08_4xA100PCIe_nvlinkpairs_p2p.txt")
+    assert [type(x).__name__ for x in t.tables[:2]] == ["TopoTable", "P2PMatrix"]
+    np.testing.assert_array_equal(t.matrix("connectivity").values, [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]])
+    uni = t.matrix("unidirectional", p2p=True).values
+    np.testing.assert_allclose([uni[0, 0], uni[0, 1], uni[3, 2]], np.array([1502.40, 275.07, 274.11]) * GB)
+    np.testing.assert_allclose(t.matrix("bidirectional", p2p=True).values[2, 3], 517.45 * GB)
+    np.testing.assert_allclose(t.matrix("latency", p2p=True, clock="cpu").values[2, 3], 1.63 * US)
+
+
+@needs_traces
+def test_m09_partial_test_output():
+    t = trace("m09_8xTITANRTX_lambda_p2p.txt")
+    kinds = [(m.kind, m.p2p, m.clock) for m in t.matrices()]
+    assert kinds == [("connectivity", None, ""), ("unidirectional", False, ""), ("unidirectional", True, ""),
+                     ("bidirectional", False, ""), ("latency", False, "gpu")]
+    np.testing.assert_allclose(t.matrix("unidirectional", p2p=False).values[0, 1], 9.93 * GB)
+    np.testing.assert_allclose(t.matrix("latency").values[0, 1], 25.52 * US)
+
+
+@needs_traces
+def test_csv_files():
+    (links,) = trace("chiplet_and_scaleup_links.csv").tables
+    assert isinstance(links, CsvTable) and links.columns[3] == "value_GBps" and len(links.rows) == 24
+    assert links.column("value_GBps")[0] == "200"
+    (thp,) = trace("sched_deepshare_isolated_thp.csv").tables
+    assert thp.rows[0] == ("MobileNetV3,2,2", "677.6") and len(thp.rows) == 36
+    (ratio,) = trace("sched_deepshare_shared_thp_ratio.csv").tables
+    assert len(ratio.columns) == 37 and len(ratio.rows) == 36
+    (spipe,) = trace("train_spipe_expected.csv").tables
+    assert spipe.columns[-2] == "elapsed_time_ms" and spipe.rows[8][-2] == "CPU OOM"
+
+
+# --- variants seen in the wild --------------------------------------------------------------------
+
+OLD_NCCL_TESTS = """\
+# nThread 1 nGpus 2 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+#                                                     out-of-place                       in-place
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+\t   8             2   float     sum    9.33    0.00    0.00  0e+00    9.21    0.00    0.00  0e+00
+host:123:456 [0] NCCL INFO Launch mode Parallel
+          16             4   float     sum    9.40    0.00    0.00  0e+00    N/A     N/A     N/A    N/A
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.001
+"""
+
+
+def test_old_nccl_tests_layout_logs_and_na(tmp_path):
+    """nccl-tests 2.0 headers (no root, "error" column), NCCL_DEBUG lines between rows, N/A cells, tabs."""
+    path = tmp_path / "old_all_gather_perf.log"
+    path.write_text(OLD_NCCL_TESTS)
+    (table,) = read_trace(path).tables
+    assert (table.op, table.n_gpus) == ("all_gather", 2)  # op from the file name; nGpus x nThread
+    np.testing.assert_array_equal(table.size, [8, 16])
+    np.testing.assert_array_equal(table.root, [-1, -1])
+    np.testing.assert_allclose(table.time[0], [9.33 * US, 9.21 * US])
+    assert np.isnan(table.time[1, 1]) and table.wrong[0, 0] == 0
+
+
+def test_mpi_tagged_lines_and_crlf(tmp_path):
+    text = "".join(f"[1,0]<stdout>:{line}\r\n" for line in OLD_NCCL_TESTS.splitlines())
+    path = tmp_path / "x.txt"
+    path.write_bytes(text.encode())
+    (table,) = read_trace(path).tables
+    np.testing.assert_array_equal(table.size, [8, 16])
+
+
+# --- malformed input ------------------------------------------------------------------------------
+
+def _edit(tmp_path, name, old, new, count=1):
+    text = (TRACES / name).read_text()
+    assert old in text
+    lineno = text[: text.index(old)].count("\n") + 1
+    path = tmp_path / name
+    path.write_text(text.replace(old, new, count))
+    return path, lineno
+
+
+ALLREDUCE = "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"
+P2P_ON = "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"
+ROW = "     1048576        262144     float     sum      -1    216.1    4.85    8.49      0    217.2    4.83    8.45      0"
+
+
+@needs_traces
+@pytest.mark.parametrize(("name", "old", "new", "message"), [
+    (ALLREDUCE, ROW, ROW[:60], "row has 6 columns"),  # cut inside a number: "216."
+    (ALLREDUCE, ROW, ROW.replace("216.1", "21x.1"), "time \\(out-of-place\\): cannot read '21x.1'"),
+    (ALLREDUCE, ROW, ROW + "   7", "row has 14 columns"),
+    (ALLREDUCE, ROW, ROW.replace("262144", "262144.5"), "count: cannot read"),
+    (P2P_ON, "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70  22.45 \n", "", "expected matrix row 3"),
+    (P2P_ON, "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70  22.45 ",
+     "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70", "row 3 has 7 values"),
+    (P2P_ON, "   4   1.69   1.69   1.69   1.64", "   4   1.69   1.69   -   1.64", "column 2: cannot read '-'"),
+    ("m01_8x4090_2xEPYC7542_topo.txt", "GPU5    SYS     SYS     SYS     SYS     SYS      X      SYS     SYS",
+     "GPU5    SYS     SYS     SYS     SYS     SYS      X      FOO     SYS", "unknown link kind 'FOO'"),
+    (P2P_ON, "   D\\D     0      1      2      3      4      5      6      7 \n     0 912.13",
+     "   D\\D     0      1      2      3      4      5      7 \n     0 912.13", "expected a matrix header"),
+])
+def test_malformed_raises_with_file_and_line(tmp_path, name, old, new, message):
+    path, lineno = _edit(tmp_path, name, old, new)
+    with pytest.raises(TraceError, match=f"^{re.escape(name)}:{lineno}: .*{message}"):
+        read_trace(path)
+
+
+@needs_traces
+def test_file_cut_inside_a_matrix(tmp_path):
+    lines = (TRACES / P2P_ON).read_text().splitlines()
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(lines[:30]))  # ends after row 3 of the P2P=Enabled unidirectional matrix
+    with pytest.raises(TraceError, match=r"^cut\.txt:30: matrix ends after 4 of 8 rows"):
+        read_trace(path)
+
+
+def test_header_without_rows_and_file_without_tables(tmp_path):
+    path = tmp_path / "a.txt"
+    path.write_text("\n".join(OLD_NCCL_TESTS.splitlines()[:5]) + "\n# Avg bus bandwidth : 1\n")
+    with pytest.raises(TraceError, match=r"^a\.txt:6: nccl-tests header with no data rows"):
+        read_trace(path)
+    path.write_text("just prose\n")
+    with pytest.raises(TraceError, match=r"^a\.txt:1: no known table"):
+        read_trace(path)
+    bad = tmp_path / "b.csv"
+    bad.write_text("# comment\na,b\n1,2\n3\n")
+    with pytest.raises(TraceError, match=r"^b\.csv:4: CSV row has 1 cells, the header has 2"):
+        read_trace(bad)
+
+
+# --- HDF5 -----------------------------------------------------------------------------------------
+
+def _assert_same(a, b):
+    assert (a.source, a.header, a.machine) == (b.source, b.header, b.machine)
+    assert len(a.tables) == len(b.tables)
+    for x, y in zip(a.tables, b.tables, strict=True):
+        assert type(x) is type(y)
+        for field in dataclasses.fields(x):
+            u, v = getattr(x, field.name), getattr(y, field.name)
+            if isinstance(u, np.ndarray):
+                assert u.dtype == v.dtype and np.array_equal(u, v, equal_nan=True), field.name
+            else:
+                assert type(u) is type(v) and (u == v or (u != u and v != v)), (field.name, u, v)
+
+
+@needs_traces
+def test_hdf5_round_trip_every_file(tmp_path):
+    for path in sorted(TRACES.iterdir()):
+        original = read_trace(path)
+        save_trace(original, tmp_path / "t.h5")
+        _assert_same(original, load_trace(tmp_path / "t.h5"))
+    assert os.listdir(tmp_path) == ["t.h5"]  # no temporary files left behind
+
+
+@needs_traces
+def test_hdf5_write_is_atomic(tmp_path):
+    good = read_trace(TRACES / ALLREDUCE)
+    save_trace(good, tmp_path / "t.h5")
+    broken = dataclasses.replace(good, tables=(*good.tables, dataclasses.replace(good.tables[0], title=object())))
+    with pytest.raises(TypeError):
+        save_trace(broken, tmp_path / "t.h5")
+    _assert_same(good, load_trace(tmp_path / "t.h5"))  # the old file survives a failed write
+    assert os.listdir(tmp_path) == ["t.h5"]
+
+
+def test_load_rejects_other_hdf5(tmp_path):
+    import h5py
+
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["x"] = 1
+    with pytest.raises(TraceError, match=r"other\.h5: not a netsim trace file"):
+        load_trace(tmp_path / "other.h5")
+    with pytest.raises(TraceError, match="cannot read as HDF5"):
+        load_trace(tmp_path / "missing.h5")
