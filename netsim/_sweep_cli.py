@@ -1,0 +1,93 @@
+"""`netsim sweep SPEC --out results.h5`: run (or resume) a what-if sweep from a JSON spec."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+import numpy as np
+
+
+def register(subparsers) -> None:
+    """Adds the `sweep` subcommand to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "sweep", help="run a what-if sweep (grid or random samples) from a JSON spec; resumable",
+        description="Runs every point of a sweep spec (see docs/sweeps.md) in vmapped batches over all "
+                    "devices, writing each finished chunk to an HDF5 file. Rerunning the same command "
+                    "resumes an interrupted sweep.")
+    p.add_argument("spec", help="sweep spec JSON file")
+    p.add_argument("--out", required=True, help="results file (.h5); resumed if it holds the same sweep")
+    p.add_argument("--samples", type=int, help="random points instead of the spec's grid (or its samples)")
+    p.add_argument("--seed", type=int, help="random seed for --samples (default: the spec's, else 0)")
+    p.add_argument("--chunk-size", type=int, help="points per batch (default: sized to device memory)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it holds a different sweep")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--plot", help="also save a PNG of the makespan over the axes")
+    dist = p.add_argument_group("multi-host (jax.distributed; run the same command on every host)")
+    dist.add_argument("--coordinator", help="host:port of process 0")
+    dist.add_argument("--num-processes", type=int)
+    dist.add_argument("--process-id", type=int)
+    p.set_defaults(handler=_sweep)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    import jax
+
+    from netsim.sweep import SweepError, load_spec
+
+    if args.coordinator:
+        if args.num_processes is None or args.process_id is None:
+            print("netsim: error: --coordinator needs --num-processes and --process-id", file=sys.stderr)
+            return 2
+        jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
+    try:
+        sweep = load_spec(args.spec)
+        if args.samples is not None or args.seed is not None:
+            sweep = dataclasses.replace(sweep, samples=args.samples if args.samples is not None else sweep.samples,
+                                        seed=args.seed if args.seed is not None else sweep.seed)
+        if jax.process_index() == 0:
+            print(f"netsim: sweep {args.spec}: {sweep.n_points} points over {len(sweep.axes)} axes "
+                  f"({', '.join(a.name for a in sweep.axes)}) on {jax.device_count()} {jax.default_backend()} "
+                  "device(s)", file=sys.stderr)
+        result = sweep.run(args.out, chunk_size=args.chunk_size, progress=not args.no_progress,
+                           overwrite=args.overwrite)
+    except SweepError as e:
+        print(f"netsim: error: {e}", file=sys.stderr)
+        return 2
+    if result is None:  # not process 0
+        return 0
+    print(summary(result))
+    print(f"wrote {args.out}")
+    if args.plot:
+        from netsim.plots import plot_sweep
+
+        plot_sweep(result, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def summary(result) -> str:
+    """Counts of finished and failed points, and the makespan's spread with the best and worst points."""
+    from netsim._units import format_quantity
+
+    ok = result.status == 0
+    lines = [f"{result.n_points} points: {int(ok.sum())} finished, {int((result.status > 0).sum())} failed, "
+             f"{int((result.status < 0).sum())} not run"]
+    if ok.any():
+        span = result.makespan[ok]
+        lines.append("makespan  min {}  median {}  max {}".format(
+            *(format_quantity(float(v), "time") for v in (span.min(), np.median(span), span.max()))))
+        rows = np.flatnonzero(ok)
+        for what, row in (("best", rows[np.argmin(span)]), ("worst", rows[np.argmax(span)])):
+            lines.append(f"{what:<6}" + "  ".join(f"{a.name}={_point_label(a, row)}" for a in result.axes))
+    for err in sorted(set(filter(None, result.errors))):
+        lines.append(f"unbuilt points: {err}")
+    return "\n".join(lines)
+
+
+def _point_label(axis, row: int) -> str:
+    if axis.index is not None and axis.labels:
+        return axis.labels[int(axis.index[row])]
+    v = axis.value[row]
+    return f"{v:.4g}" if np.ndim(v) == 0 else f"[{len(v)} draws]"

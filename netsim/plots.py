@@ -1,0 +1,265 @@
+"""Figures people look at: a sweep's metric over its axes, busbw vs message size, per-link utilization
+of a topology, and pipeline timelines. Matplotlib (optional dependency: `pip install netsim[plots]`),
+drawn on Agg `Figure` objects (no pyplot state): each function returns its Figure and, given `path`,
+saves a PNG there.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._scenario import Link, ScenarioError
+
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+
+
+def _figure(width: float = 7.0, height: float = 4.2):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _save(fig, path: str | os.PathLike | None):
+    if path is not None:
+        fig.savefig(os.fspath(path), dpi=130)
+    return fig
+
+
+def _time_unit(values: np.ndarray) -> tuple[float, str]:
+    """A unit (scale, name) in which the largest finite |value| reads between 1 and 1000."""
+    finite = np.abs(values[np.isfinite(values)])
+    top = float(finite.max()) if finite.size else 1.0
+    return next(((s, u) for s, u in _TIME_UNITS if top >= s), _TIME_UNITS[-1])
+
+
+def _bytes_label(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+# --- sweeps --------------------------------------------------------------------------------------
+def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "makespan", x: str | None = None,
+               hue: str | None = None, reduce: str = "min", title: str | None = None):
+    """A sweep's per-point metric (makespan by default) over its axes.
+
+    Grid sweeps draw one line per value of `hue` over the values of `x`; the other axes are reduced
+    with `reduce` ("min", "median" or "max" over their values: the best, typical or worst case).
+    Random-sample sweeps draw a scatter of the metric over `x` (the mean of an independent axis's
+    draws), coloured by `hue`.
+
+    Args:
+        result: a netsim.sweep.SweepResult.
+        x, hue: axis names; default the first numeric axis, then the next axis with several values.
+    """
+    col = result.metric(metric)
+    if col.ndim != 1:
+        raise ScenarioError(f"metric: plot_sweep draws per-point scalars; {metric!r} has shape {col.shape}")
+    names = [a.name for a in result.axes]
+    for what, name in (("x", x), ("hue", hue)):
+        if name is not None and name not in names:
+            raise ScenarioError(f"{what}: no axis {name!r}; axes are {names}")
+    if reduce not in ("min", "median", "max"):
+        raise ScenarioError(f"reduce: expected 'min', 'median' or 'max', got {reduce!r}")
+    numeric = [a.name for a in result.axes if a.values is not None or a.value is not None]
+    x = x or (numeric[0] if numeric else names[0])
+    if hue is None:
+        hue = next((a.name for a in result.axes if a.name != x and (a.index is None or len(a.labels) > 1)), None)
+    scale, unit = _time_unit(col) if metric == "makespan" else (1.0, "")
+    ylabel = f"{metric} ({unit})" if unit else metric
+    fig = _figure()
+    ax = fig.add_subplot()
+    xa = result.axis(x)
+    if result.grid_shape is not None:
+        grid = result.grid(col)
+        keep = [names.index(x)] + ([names.index(hue)] if hue else [])
+        others = tuple(i for i in range(len(names)) if i not in keep)
+        if others:
+            red = {"min": np.nanmin, "median": np.nanmedian, "max": np.nanmax}[reduce]
+            with warnings.catch_warnings():  # points that never ran or failed are NaN: all-NaN slices
+                warnings.simplefilter("ignore", RuntimeWarning)
+                grid = red(grid, axis=others)
+        if len(keep) == 2 and keep[0] > keep[1]:
+            grid = grid.T
+        grid = grid.reshape(len(xa.labels), -1)
+        xs = np.asarray(xa.values, float) if xa.values is not None else np.arange(len(xa.labels))
+        hue_labels = result.axis(hue).labels if hue else [""]
+        for j, label in enumerate(hue_labels):
+            text = f"{hue}={label}" + ("" if np.isfinite(grid[:, j]).any() else " (no point ran)")
+            # styles and shrinking markers keep coinciding lines visible
+            ax.plot(xs, grid[:, j] / scale, ls=("-", "--", "-.", ":")[j % 4], marker="o",
+                    ms=max(3.0, 7.0 - 0.8 * j), label=text if hue else None)
+        if xa.values is None:
+            ax.set_xticks(xs, xa.labels, rotation=30 if len(xa.labels) > 4 else 0)
+        elif np.all(xs > 0) and xs.max() / xs.min() > 10:
+            ax.set_xscale("log")
+            finite = grid[np.isfinite(grid) & (grid > 0)]
+            if finite.size and finite.max() / finite.min() > 100:  # e.g. makespan over message sizes
+                ax.set_yscale("log")
+        if hue:
+            ax.legend(fontsize="small", ncols=2 if len(hue_labels) > 6 else 1)
+        rest = [names[i] for i in others]
+        sub = f" ({reduce} over {', '.join(rest)})" if rest else ""
+    else:
+        xv = xa.value if xa.value is not None else xa.index.astype(float)
+        xv = xv.mean(axis=1) if xv.ndim == 2 else xv
+        ha = result.axis(hue) if hue else None
+        c = None
+        if ha is not None:
+            c = ha.value if ha.value is not None else ha.index.astype(float)
+            c = c.mean(axis=1) if c.ndim == 2 else c
+        art = ax.scatter(xv, col / scale, c=c, s=12, cmap="viridis")
+        if ha is not None:
+            fig.colorbar(art, ax=ax, label=hue)
+        sub = f" ({result.n_points} random points)"
+    what = "scale" if xa.description.get("scale") or xa.description.get("scale_range") else ""
+    if xa.ids and result.grid_shape is None:
+        what = f"mean {what or 'value'} of {len(xa.ids)} independent draws"
+    ax.set_xlabel(f"{x} ({what})" if what else x)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or f"{result.name or 'sweep'}: {metric}{sub}", fontsize="medium")
+    return _save(fig, path)
+
+
+# --- collectives -----------------------------------------------------------------------------------
+def busbw(message_bytes, seconds, n_ranks: int, collective: str = "allreduce") -> np.ndarray:
+    """Bus bandwidth (bytes/s) as nccl-tests reports it: message_bytes / seconds * factor(n_ranks).
+
+    The factor makes busbw comparable with link bandwidth: 2(n-1)/n for allreduce, (n-1)/n for
+    allgather, reducescatter and alltoall, 1 for broadcast and reduce.
+    """
+    from .workloads.collectives import bus_factor
+
+    if not isinstance(n_ranks, int) or n_ranks < 2:
+        raise ScenarioError(f"n_ranks: expected an integer >= 2, got {n_ranks!r}")
+    return np.asarray(message_bytes, float) / np.asarray(seconds, float) * bus_factor(collective, n_ranks)
+
+
+def plot_busbw(message_bytes: Sequence[float], seconds, n_ranks: int, path: str | os.PathLike | None = None, *,
+               collective: str = "allreduce", labels: Sequence[str] | None = None, peak: float | None = None,
+               title: str | None = None):
+    """busbw (GB/s) vs message size, one curve per row of `seconds` ((sizes,) or (curves, sizes)).
+
+    Args:
+        message_bytes: the collective's message size per point (bytes).
+        seconds: its completion time (s).
+        peak: a bandwidth (bytes/s) to draw as a dashed reference line, e.g. the bottleneck link.
+    """
+    sizes = np.asarray(message_bytes, float)
+    t = np.atleast_2d(np.asarray(seconds, float))
+    if t.shape[1] != sizes.shape[0]:
+        raise ScenarioError(f"seconds: expected {sizes.shape[0]} times per curve, got shape {t.shape}")
+    labels = list(labels) if labels is not None else [None] * t.shape[0]
+    fig = _figure()
+    ax = fig.add_subplot()
+    for row, label in zip(t, labels, strict=True):
+        ax.plot(sizes, busbw(sizes, row, n_ranks, collective) / 1e9, marker="o", label=label)
+    if peak is not None:
+        ax.axhline(peak / 1e9, ls="--", c="grey", lw=1, label=f"peak {peak / 1e9:g} GB/s")
+    ax.set_xscale("log", base=2)
+    ticks = sizes[:: max(1, len(sizes) // 8)]
+    ax.set_xticks(ticks, [_bytes_label(s) for s in ticks], rotation=30)
+    ax.set_xlabel("message size")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if any(lbl is not None for lbl in labels) or peak is not None:
+        ax.legend(fontsize="small")
+    ax.set_title(title or f"{collective} busbw, {n_ranks} ranks", fontsize="medium")
+    return _save(fig, path)
+
+
+# --- topology utilization -----------------------------------------------------------------------------
+def plot_link_utilization(result_or_links: Any, utilization=None, path: str | os.PathLike | None = None, *,
+                          title: str | None = None):
+    """Per-link utilization of a topology as a src x dst heatmap (grey: no link between the two).
+
+    Args:
+        result_or_links: a netsim.Result (its links and utilization), or a scenario's links.
+        utilization: per-link fraction in link order; required with links, e.g. one row of a
+            SweepResult's link_utilization.
+    """
+    from matplotlib import colormaps
+
+    from .topology import natural_key
+
+    if hasattr(result_or_links, "compiled"):
+        links = result_or_links.compiled.scenario.links
+        util = result_or_links.link_utilization if utilization is None else utilization
+    else:
+        links = tuple(getattr(result_or_links, "links", result_or_links))
+        util = utilization
+    util = np.asarray(util, float)
+    if not links or util is None or util.shape != (len(links),):
+        raise ScenarioError(f"utilization: expected one value per link ({len(links)}), got "
+                            f"{None if util is None else util.shape}")
+    nodes = sorted({n for link in links for n in (link.src, link.dst)}, key=natural_key)
+    at = {n: i for i, n in enumerate(nodes)}
+    grid = np.full((len(nodes), len(nodes)), np.nan)
+    for link, u in zip(links, util, strict=True):
+        link: Link
+        grid[at[link.src], at[link.dst]] = np.nanmax([grid[at[link.src], at[link.dst]], u])
+    side = min(9.0, 3.0 + 0.18 * len(nodes))
+    fig = _figure(side + 1.2, side)
+    ax = fig.add_subplot()
+    cmap = colormaps["viridis"].with_extremes(bad="#e8e8e8")
+    img = ax.imshow(grid, cmap=cmap, vmin=0.0, vmax=max(1.0, float(np.nanmax(util)) if util.size else 1.0),
+                    interpolation="nearest")
+    fig.colorbar(img, ax=ax, label="utilization (mean fraction of capacity)", shrink=0.8)
+    if len(nodes) <= 48:
+        ax.set_xticks(range(len(nodes)), nodes, rotation=90, fontsize="x-small")
+        ax.set_yticks(range(len(nodes)), nodes, fontsize="x-small")
+    ax.set_xlabel(f"link destination ({len(nodes)} nodes)")
+    ax.set_ylabel("link source")
+    busiest = links[int(np.nanargmax(util))].id if np.isfinite(util).any() else "-"
+    ax.set_title(title or f"link utilization (busiest: {busiest}, {np.nanmax(util):.0%})", fontsize="medium")
+    return _save(fig, path)
+
+
+# --- timelines ----------------------------------------------------------------------------------------
+def plot_timeline(result, path: str | os.PathLike | None = None, *, flows: str = "pair", critical: bool = True,
+                  max_rows: int = 48, title: str | None = None):
+    """Gantt chart of a simulated scenario: a row per device (tasks) and per src -> dst pair (flows).
+
+    Rows and lanes are netsim.timeline's trace layout (overlapping items get extra lanes); with
+    `critical`, the items on the critical path (the chain that sets the makespan) are outlined in red.
+    Shows the first `max_rows` rows.
+    """
+    from .timeline import critical_path, trace_events
+
+    events = trace_events(result, flows=flows)["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    rows = sorted(names)  # devices (pid 1) first, then flows, in track order
+    shown = rows[:max_rows]
+    row_of = {key: i for i, key in enumerate(shown)}
+    on_path = {s.id for s in critical_path(result)} if critical else set()
+    spans = [e for e in events if e["ph"] == "X" and (e["pid"], e["tid"]) in row_of]
+    ends = np.array([(e["ts"] + e["dur"]) / 1e6 for e in spans] or [float(result.makespan)])
+    scale, unit = _time_unit(np.append(ends, result.makespan))
+    fig = _figure(9.0, 1.2 + 0.28 * len(shown))
+    ax = fig.add_subplot()
+    colour = {"task": "#4c72b0", "flow": "#dd8452"}
+    for e in spans:
+        y = row_of[e["pid"], e["tid"]]
+        crit = e["name"] in on_path
+        ax.barh(y, e["dur"] / 1e6 / scale, left=e["ts"] / 1e6 / scale, height=0.7, color=colour[e["cat"]],
+                edgecolor="#c00000" if crit else "white", linewidth=1.6 if crit else 0.4)
+    ax.set_yticks(range(len(shown)), [names[k] for k in shown], fontsize="x-small")
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time ({unit})")
+    ax.axvline(result.makespan / scale, c="grey", ls=":", lw=1)
+    ax.grid(axis="x", alpha=0.3)
+    more = f", first {max_rows} of {len(rows)} rows" if len(rows) > max_rows else ""
+    present = {e["cat"] for e in spans}
+    kinds = ", ".join([f"{c}: {k}s" for k, c in (("task", "blue"), ("flow", "orange")) if k in present]
+                      + (["red outline: critical path"] if critical else []))
+    ax.set_title(title or f"{result.compiled.scenario.name or 'timeline'}: makespan "
+                 f"{result.makespan / scale:.4g} {unit} ({kinds}{more})", fontsize="small")
+    return _save(fig, path)

@@ -1,0 +1,140 @@
+"""SweepResult: a finished (or partly finished) sweep's points and metrics as NumPy arrays."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ._axes import SweepError
+from ._store import read_meta
+
+
+@dataclasses.dataclass(frozen=True)
+class AxisData:
+    """One axis of a finished sweep.
+
+    index: per point, the position of its value in `labels` (discrete axes), else None.
+    value: per point, the number used: a scale, bytes/s, s or bytes; (points, len(ids)) for an
+        independent sampled axis; None for scenario axes.
+    """
+
+    name: str
+    kind: str
+    labels: tuple[str, ...]
+    values: np.ndarray | None  # the discrete numbers (array axes) in label order
+    index: np.ndarray | None
+    value: np.ndarray | None
+    ids: tuple[str, ...]  # the links or flows an independent axis draws for
+    description: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+    """Per point (rows, in run order): status, events, makespan (s) and optional per-flow/per-link data.
+
+    status is 0 when the point finished; otherwise netsim.kernels status bits (1 max events,
+    2 stalled, 4 non-finite), 8 when the point's scenario could not be built (e.g. failed links
+    disconnect a flow: `errors` says why), or -1 when the point was not run yet (interrupted sweep).
+    Times of points that did not finish are NaN.
+    """
+
+    name: str
+    axes: tuple[AxisData, ...]
+    status: np.ndarray
+    events: np.ndarray
+    makespan: np.ndarray  # s
+    flow_ids: tuple[str, ...]
+    link_ids: tuple[str, ...]
+    flow_finish: np.ndarray | None  # (points, flows) s
+    link_bytes: np.ndarray | None  # (points, links) bytes
+    link_utilization: np.ndarray | None  # (points, links) mean fraction of capacity over the makespan
+    grid_shape: tuple[int, ...] | None  # axis sizes in axis order, for grid sweeps
+    errors: tuple[str, ...]  # per scenario built on the host: "" or why it could not be built
+    host_key: np.ndarray  # per point, its position in `errors`
+    meta: dict[str, Any]
+
+    @property
+    def n_points(self) -> int:
+        return int(self.status.shape[0])
+
+    @property
+    def complete(self) -> bool:
+        return bool(np.all(self.status >= 0))
+
+    def axis(self, name: str) -> AxisData:
+        for a in self.axes:
+            if a.name == name:
+                return a
+        raise KeyError(f"no axis {name!r}; axes are {[a.name for a in self.axes]}")
+
+    def metric(self, name: str) -> np.ndarray:
+        """A per-point column by name (makespan, status, events, flow_finish, link_bytes, link_utilization)."""
+        value = getattr(self, name, None) if name in _COLUMNS else None
+        if value is None:
+            raise KeyError(f"no metric {name!r} in this sweep; have {[c for c in _COLUMNS if getattr(self, c) is not None]}")
+        return value
+
+    def grid(self, metric: str | np.ndarray = "makespan") -> np.ndarray:
+        """The metric laid out on the grid: shape grid_shape (+ trailing per-flow/link dims); NaN if not run."""
+        if self.grid_shape is None:
+            raise SweepError("grid(): this sweep sampled random points; use the per-point arrays and axis values")
+        col = self.metric(metric) if isinstance(metric, str) else np.asarray(metric)
+        out = np.full(self.grid_shape + col.shape[1:], np.nan)
+        out[tuple(a.index for a in self.axes)] = col
+        return out
+
+    @classmethod
+    def from_parts(cls, meta: Mapping[str, Any], columns: Mapping[str, np.ndarray],
+                   extra: Mapping[str, Any]) -> SweepResult:
+        axes = []
+        for d in _json(meta["axes"]):
+            data = extra["axes"].get(d["name"], {})
+            axes.append(AxisData(
+                name=d["name"], kind=d["description"]["kind"], labels=tuple(d["labels"]),
+                values=np.asarray(d["values"]) if d.get("values") is not None else None,
+                index=_opt(data.get("index")), value=_opt(data.get("value")),
+                ids=tuple(_strs(data["ids"])) if "ids" in data else (), description=d["description"]))
+        grid = _json(meta["grid_shape"])
+        return cls(
+            name=str(meta.get("name", "")), axes=tuple(axes),
+            status=np.asarray(columns["status"]), events=np.asarray(columns["events"]),
+            makespan=np.asarray(columns["makespan"]),
+            flow_ids=tuple(_strs(extra["flow_ids"])), link_ids=tuple(_strs(extra["link_ids"])),
+            flow_finish=_opt(columns.get("flow_finish")), link_bytes=_opt(columns.get("link_bytes")),
+            link_utilization=_opt(columns.get("link_utilization")),
+            grid_shape=tuple(grid) if grid is not None else None,
+            errors=tuple(_strs(extra["scenario_errors"])), host_key=np.asarray(extra["host_key"]),
+            meta=dict(meta))
+
+
+_COLUMNS = ("makespan", "status", "events", "flow_finish", "link_bytes", "link_utilization")
+
+
+def load(path: str | os.PathLike) -> SweepResult:
+    """Reads a sweep results file (complete or interrupted) written by Sweep.run / `netsim sweep`."""
+    import h5py
+
+    path = os.fspath(path)
+    meta = read_meta(path)
+    with h5py.File(path, "r") as f:
+        columns = {k: f[k][...] for k in _COLUMNS if k in f}
+        extra = {"axes": {name: {k: g[k][...] for k in g} for name, g in f["axes"].items()},
+                 **{k: f[k][...] for k in ("flow_ids", "link_ids", "scenario_errors", "host_key")}}
+    return SweepResult.from_parts(meta, columns, extra)
+
+
+def _json(v: Any) -> Any:
+    return json.loads(v) if isinstance(v, str) else v
+
+
+def _opt(v: Any) -> np.ndarray | None:
+    return None if v is None else np.asarray(v)
+
+
+def _strs(v: Any) -> list[str]:
+    return [x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(v).tolist()]

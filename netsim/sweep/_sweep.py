@@ -1,0 +1,485 @@
+"""Sweep: a base scenario crossed with axes, run as padded, vmapped batches sharded over devices.
+
+Host side: every distinct combination of scenario axes (failed links, Python callbacks) is built
+and compiled once, all padded to one shape; array axes (bandwidth, latency, bytes) are applied to
+copies of the compiled arrays per point. Device side: one jitted `shard_map(vmap(kernels.run))`
+runs a chunk of points, each device looping over its own slice until its points are done (no
+cross-device traffic inside the event loop). With `jax.distributed` initialized, the devices of all
+processes form one mesh; process 0 writes the results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from .. import kernels
+from .._compile import Compiled, compile_scenario
+from .._scenario import Scenario, ScenarioError
+from ._axes import ArrayAxis, Axis, FailedLinks, ScenarioAxis, SweepError, match_ids
+from ._progress import Progress
+from ._result import SweepResult, load
+from ._store import FORMAT, VERSION, open_store
+
+OUTPUTS = ("flow_finish", "link_bytes", "link_utilization")
+UNBUILT = 8  # status bit: the point's scenario could not be built (see SweepResult.errors)
+MAX_POINTS_PER_DEVICE = 1024  # beyond this a chunk only delays progress reports and resume points
+
+
+@dataclasses.dataclass
+class Plan:
+    """Every point of a sweep, in run order (points sharing a host-built scenario are adjacent)."""
+
+    n_points: int
+    index: dict[str, np.ndarray]  # discrete axes: value position per point
+    value: dict[str, np.ndarray]  # sampled array axes: drawn values, (P,) or (P, width)
+    host_key: np.ndarray  # (P,) position in `hosts`
+    hosts: list[Compiled | None]  # one per scenario-axis combination; None if it could not be built
+    errors: list[str]
+    outputs: tuple[str, ...]
+    grid_shape: tuple[int, ...] | None
+    cols: dict[tuple[str, int], np.ndarray]  # (array axis, host) -> matched link or flow positions
+    ids: dict[str, tuple[str, ...]]  # independent axes: the ids their columns draw for
+    array_axes: dict[str, ArrayAxis]
+
+    @property
+    def template(self) -> Compiled:
+        return next(h for h in self.hosts if h is not None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Sweep:
+    """A base scenario plus axes: a grid over the axes' values, or `samples` random points.
+
+    Args:
+        scenario: the base scenario.
+        axes: LinkBandwidth, LinkLatency, MessageSize, FailedLinks, ScenarioAxis (see netsim.sweep).
+        samples: None for the full grid; else the number of random points (discrete axes draw a
+            value uniformly, ranges draw from their range), reproducible from `seed`.
+        outputs: per-point arrays to keep besides status/events/makespan; default: every one of
+            flow_finish, link_bytes, link_utilization whose layout all points share.
+    """
+
+    scenario: Scenario
+    axes: Sequence[Axis]
+    samples: int | None = None
+    seed: int = 0
+    outputs: Sequence[str] | None = None
+    name: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "axes", tuple(self.axes))
+        if not isinstance(self.scenario, Scenario):
+            raise SweepError(f"scenario: expected a netsim.Scenario, got {type(self.scenario).__name__}")
+        names = [a.name for a in self.axes]
+        for i, a in enumerate(self.axes):
+            if not isinstance(a, Axis):
+                raise SweepError(f"axes[{i}]: expected a sweep axis, got {type(a).__name__}")
+            if not isinstance(a.name, str) or not a.name or "/" in a.name:
+                raise SweepError(f"axes[{i}].name: expected a non-empty name without '/', got {a.name!r}")
+            if names.count(a.name) > 1:
+                raise SweepError(f"axes[{i}].name: duplicate axis name {a.name!r}")
+        sampled = [a.name for a in self.axes if isinstance(a, ArrayAxis) and a.sampled]
+        if self.samples is None and sampled:
+            raise SweepError(f"axes {sampled}: a range is sampled, so set samples (a grid needs listed values)")
+        if self.samples is not None and (not isinstance(self.samples, int) or self.samples < 1):
+            raise SweepError(f"samples: expected a positive integer or None, got {self.samples!r}")
+        if self.outputs is not None:
+            object.__setattr__(self, "outputs", tuple(self.outputs))
+            bad = [o for o in self.outputs if o not in OUTPUTS]
+            if bad:
+                raise SweepError(f"outputs: unknown {bad}; choose from {list(OUTPUTS)}")
+
+    # --- identity ---------------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        return {"scenario": self.scenario.to_dict(), "axes": [a.describe() for a in self.axes],
+                "samples": self.samples, "seed": self.seed,
+                "outputs": None if self.outputs is None else list(self.outputs), "name": self.name}
+
+    def fingerprint(self) -> str:
+        """Hash of everything that decides the points and their results: a resume must match it."""
+        text = json.dumps(self.describe(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    @property
+    def n_points(self) -> int:
+        return self.samples if self.samples is not None else int(np.prod([a.size for a in self.axes]))
+
+    # --- host side --------------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        """Draws or enumerates the points and builds, checks and pads the scenarios they need."""
+        base = self.scenario
+        scen_axes = [a for a in self.axes if a.scenario_side]
+        base_ids = {"links": [link.id for link in base.links], "flows": [f.id for f in base.flows]}
+        ids: dict[str, tuple[str, ...]] = {}
+        for a in self.axes:
+            if isinstance(a, ArrayAxis):  # a glob matching nothing is a mistake: say so before any work
+                hit = match_ids(base_ids[a.selects], a.match, f"axis {a.name!r}.{a.selects}")
+                if a.independent:
+                    ids[a.name] = tuple(base_ids[a.selects][i] for i in hit)
+
+        n, index, value, grid_shape = self._points(scen_axes, ids)
+        combos = list(zip(*(index[a.name] for a in scen_axes), strict=True)) if scen_axes else [()] * n
+        distinct = sorted(set(combos))
+        key_of = {c: k for k, c in enumerate(distinct)}
+        host_key = np.array([key_of[c] for c in combos], np.int32)
+        if self.samples is not None:  # run the points of one scenario together
+            order = np.argsort(host_key, kind="stable")
+            host_key = host_key[order]
+            index = {k: v[order] for k, v in index.items()}
+            value = {k: v[order] for k, v in value.items()}
+
+        scenarios, errors = [], []
+        for combo in distinct:
+            try:
+                scenarios.append(_build(base, scen_axes, combo))
+                errors.append("")
+            except ScenarioError as e:
+                scenarios.append(None)
+                errors.append(str(e))
+        hosts = _compile_padded(scenarios, errors)
+        if all(h is None for h in hosts):
+            raise SweepError(f"no point's scenario could be built; first error: {errors[0]}")
+        for e in sorted(set(filter(None, errors))):
+            print(f"netsim sweep: some points cannot run ({e})", file=sys.stderr)
+
+        cols = {}
+        for a in self.axes:
+            if not isinstance(a, ArrayAxis):
+                continue
+            for k, h in enumerate(hosts):
+                if h is None:
+                    continue
+                hid = [link.id for link in h.scenario.links] if a.selects == "links" else [
+                    f.id for f in h.scenario.flows]
+                if a.name in ids:
+                    where = {x: i for i, x in enumerate(hid)}
+                    missing = [x for x in ids[a.name] if x not in where]
+                    if missing:
+                        raise SweepError(f"axis {a.name!r}: independent draws for {missing[:3]} but a scenario "
+                                         f"axis removed them")
+                    cols[a.name, k] = np.array([where[x] for x in ids[a.name]], np.int64)
+                else:
+                    cols[a.name, k] = match_ids(hid, a.match, f"axis {a.name!r}.{a.selects}")
+        array_axes = {a.name: a for a in self.axes if isinstance(a, ArrayAxis)}
+        return Plan(n, index, value, host_key, hosts, errors, self._outputs(hosts), grid_shape, cols, ids,
+                    array_axes)
+
+    def _points(self, scen_axes: list[Axis], ids: dict[str, tuple[str, ...]]):
+        """(n, discrete value positions, sampled values, grid shape or None) of every point.
+
+        A grid runs scenario axes slowest, so that consecutive points share a host-built scenario.
+        """
+        if self.samples is None:
+            order = scen_axes + [a for a in self.axes if not a.scenario_side]
+            pos = np.indices([a.size for a in order]).reshape(len(order), -1)
+            grid_shape = tuple(a.size for a in self.axes)
+            index = {a.name: pos[k].astype(np.int32) for k, a in enumerate(order)}
+            return int(np.prod(grid_shape)), index, {}, grid_shape
+        rng = np.random.default_rng(self.seed)
+        n = self.samples
+        index, value = {}, {}
+        for a in self.axes:  # in axis order: the draws depend only on the seed and the axes
+            if isinstance(a, ArrayAxis) and a.sampled:
+                value[a.name] = a.draw(rng, n, len(ids.get(a.name, ())))
+            else:
+                index[a.name] = rng.integers(0, a.size, n).astype(np.int32)
+        return n, index, value, None
+
+    def _outputs(self, hosts: list[Compiled | None]) -> tuple[str, ...]:
+        built = [h for h in hosts if h is not None]
+        same_flows = len({tuple(f.id for f in h.scenario.flows) for h in built}) == 1 and built[0].n_flows > 0
+        same_links = len({tuple(link.id for link in h.scenario.links) for h in built}) == 1
+        ok = {"flow_finish": same_flows, "link_bytes": same_links, "link_utilization": same_links}
+        if self.outputs is None:
+            return tuple(o for o in OUTPUTS if ok[o])
+        bad = [o for o in self.outputs if not ok[o]]
+        if bad:
+            raise SweepError(f"outputs {bad}: the scenario axes change the flows or links (or there are no "
+                             "flows), so per-point arrays have no common layout; keep makespan only")
+        return tuple(self.outputs)
+
+    # --- running ----------------------------------------------------------------------------------
+    def run(self, out: str | os.PathLike | None = None, *, chunk_size: int | None = None,
+            progress: bool = True, overwrite: bool = False, devices: Sequence[jax.Device] | None = None,
+            on_chunk: Callable[[int], None] | None = None) -> SweepResult | None:
+        """Runs every point not yet done, writing each finished chunk to `out` (HDF5) at once.
+
+        A results file that exists and holds this same sweep is resumed: completed chunks are kept,
+        the rest are run. Under jax.distributed every process calls this with the same arguments;
+        process 0 writes the file and returns the result, the others return None.
+
+        Args:
+            out: results file (.h5); None keeps the results in memory.
+            chunk_size: points per jitted batch; default sized to the device memory (a resumed
+                file keeps its own chunk size).
+            progress: draw a progress line on stderr.
+            overwrite: replace `out` if it holds a different sweep instead of raising.
+            devices: devices to shard each chunk over; default all (of all processes).
+            on_chunk: called with each chunk's number once it is stored.
+        """
+        plan = self.plan()
+        devices = list(jax.devices() if devices is None else devices)
+        lead = jax.process_index() == 0
+        multi = jax.process_count() > 1
+        with jax.enable_x64(True):  # simulated time is float64
+            runner = _Runner(plan, devices)
+            store = None
+            size = 0
+            if lead:
+                columns, extra = _layout(self, plan)
+                store = open_store(
+                    out, self.fingerprint(), columns=columns, extra=extra, overwrite=overwrite,
+                    n_chunks_for=lambda s: -(-plan.n_points // s),
+                    chunk_size=chunk_size or runner.auto_chunk_size(),
+                    meta=_meta(self, plan))
+                size = int(store.meta["chunk_size"])
+            if multi:
+                from jax.experimental import multihost_utils
+
+                size = int(multihost_utils.broadcast_one_to_all(np.int64(size)))
+            n_chunks = -(-plan.n_points // size)
+            done = store.done if lead else np.zeros(n_chunks, bool)
+            if multi:
+                done = np.asarray(multihost_utils.broadcast_one_to_all(done.astype(np.int32))).astype(bool)
+            already = sum(_rows(int(c), size, plan.n_points).stop - int(c) * size for c in np.flatnonzero(done))
+            bar = Progress(plan.n_points, already, enabled=progress and lead)
+            try:
+                for c in np.flatnonzero(~done):
+                    rows = _rows(int(c), size, plan.n_points)
+                    values = runner(rows)
+                    if lead:
+                        store.write(int(c), rows, values)
+                    bar.update(rows.stop - rows.start)
+                    if on_chunk is not None:
+                        on_chunk(int(c))
+            finally:
+                bar.close()
+                if store is not None:
+                    store.close()
+        if not lead:
+            return None
+        if out is None:
+            return SweepResult.from_parts(store.meta, store.columns, _layout(self, plan)[1])
+        return load(out)
+
+
+def _rows(chunk: int, size: int, n: int) -> slice:
+    return slice(chunk * size, min(n, (chunk + 1) * size))
+
+
+def _build(base: Scenario, scen_axes: list[Axis], combo: tuple[int, ...]) -> Scenario:
+    """The scenario of one combination: callbacks first (in axis order), then failed links."""
+    sc = base
+    pairs = list(zip(scen_axes, combo, strict=True))
+    for a, i in pairs:
+        if isinstance(a, ScenarioAxis):
+            sc = a.apply(sc, int(i))
+    for a, i in pairs:
+        if isinstance(a, FailedLinks):
+            sc = a.build(sc, int(i), compile_scenario(sc).routes)
+    return sc
+
+
+def _compile_padded(scenarios: list[Scenario | None], errors: list[str]) -> list[Compiled | None]:
+    """Compiles each scenario, then recompiles those smaller than the largest so all share one shape."""
+    first: list[Compiled | None] = []
+    for k, sc in enumerate(scenarios):
+        try:
+            first.append(None if sc is None else compile_scenario(sc))
+        except ScenarioError as e:
+            first.append(None)
+            errors[k] = str(e)
+    built = [c for c in first if c is not None]
+    if not built:
+        return first
+    shape = {"pad_items": max(c.program.route.shape[0] for c in built),
+             "pad_hops": max(c.program.route.shape[1] for c in built),
+             "pad_after": max(c.program.after.shape[1] for c in built),
+             "pad_resources": max(c.network.capacity.shape[0] for c in built),
+             "max_events": max(c.max_events for c in built)}
+
+    def fits(c: Compiled) -> bool:
+        return (c.program.route.shape == (shape["pad_items"], shape["pad_hops"])
+                and c.program.after.shape[1] == shape["pad_after"]
+                and c.network.capacity.shape[0] == shape["pad_resources"] and c.max_events == shape["max_events"])
+
+    return [c if c is None or fits(c) else compile_scenario(c.scenario, **shape) for c in first]
+
+
+class _Runner:
+    """Builds a chunk's arrays on the host and runs them sharded over the devices."""
+
+    def __init__(self, plan: Plan, devices: list[jax.Device]):
+        self.plan = plan
+        self.devices = devices
+        t = plan.template
+        self.n_flows, self.n_links = t.n_flows, t.n_links
+        # one scenario: the program is shared by every point (not copied per point)
+        self.batched_program = sum(h is not None for h in plan.hosts) > 1
+        # the bound of the padded shape (>= every scenario's own): scenarios of one shape share a compile
+        max_events = max(t.max_events, 3 * t.program.route.shape[0] + 16)
+        self.in_axes, self.fn, self.shardings = _kernel(
+            max_events, "flow_finish" in plan.outputs, any(o.startswith("link") for o in plan.outputs),
+            self.batched_program, tuple(devices))
+
+    def auto_chunk_size(self) -> int:
+        """Points per chunk: what fits in a quarter of one device's free memory, times the devices."""
+        t = self.plan.template
+        n, h = t.program.route.shape
+        p, r = t.program.after.shape[1], t.network.capacity.shape[0]
+        # the event loop's state and the max-min temporaries, float64, with copies for the loop carry
+        per_point = 8 * (16 * n * h + 4 * n * p + 48 * n + 16 * r)
+        per_device = int(np.clip(_free_memory(self.devices[0]) // (4 * per_point), 1, MAX_POINTS_PER_DEVICE))
+        n_dev = len(self.devices)
+        return int(min(per_device * n_dev, -(-self.plan.n_points // n_dev) * n_dev))
+
+    def arrays(self, rows: slice) -> tuple[list[np.ndarray], np.ndarray]:
+        """The seven kernel input arrays of these points (batched or shared), and their host keys."""
+        plan = self.plan
+        keys = plan.host_key[rows]
+        fallback = next(k for k, h in enumerate(plan.hosts) if h is not None)
+        use = np.where([plan.hosts[k] is None for k in keys], fallback, keys)
+        hosts = [plan.hosts[k] for k in use]
+        capacity = np.stack([h.network.capacity for h in hosts])
+        latency = np.stack([h.network.latency for h in hosts])
+        size = np.stack([h.program.size for h in hosts])
+        target = {"capacity": capacity, "latency": latency, "size": size}
+        for name, a in plan.array_axes.items():
+            per_point = plan.value[name][rows] if a.sampled else np.asarray(a.values)[plan.index[name][rows]]
+            for k in np.unique(use):
+                sel = use == k
+                sub = target[a.target][sel]
+                a.apply(sub, plan.cols[name, int(k)], per_point[sel])
+                target[a.target][sel] = sub
+        if self.batched_program:
+            route, release, overhead, after = (np.stack([getattr(h.program, f) for h in hosts])
+                                               for f in ("route", "release", "overhead", "after"))
+        else:
+            t = plan.template.program
+            route, release, overhead, after = t.route, t.release, t.overhead, t.after
+        return [capacity, latency, route, size, release, overhead, after], keys
+
+    def __call__(self, rows: slice) -> dict[str, np.ndarray]:
+        arrays, keys = self.arrays(rows)
+        n = rows.stop - rows.start
+        n_dev = len(self.devices)
+        pad = -n % n_dev  # a chunk splits evenly over the devices: repeat the last point
+        inputs = []
+        for arr, ax, sharding in zip(arrays, self.in_axes, self.shardings, strict=True):
+            if ax == 0 and pad:
+                arr = np.concatenate([arr, np.repeat(arr[-1:], pad, axis=0)])
+            inputs.append(jax.make_array_from_callback(arr.shape, sharding, lambda idx, arr=arr: arr[idx]))
+        out = self.fn(*inputs)
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            out = multihost_utils.process_allgather(out, tiled=True)
+        out = {k: np.asarray(v)[:n] for k, v in jax.device_get(out).items()}
+        status = out["status"].astype(np.int32)
+        status[np.array([self.plan.hosts[k] is None for k in keys], bool)] = UNBUILT
+        bad = status != 0
+        values = {"status": status, "events": out["events"].astype(np.int64),
+                  "makespan": np.where(bad, np.nan, out["makespan"])}
+        if "flow_finish" in out:
+            values["flow_finish"] = np.where(bad[:, None], np.nan, out["flow_finish"][:, : self.n_flows])
+        if "link_bytes" in out:
+            link_bytes = np.where(bad[:, None], np.nan, out["link_bytes"][:, : self.n_links])
+            if "link_bytes" in self.plan.outputs:
+                values["link_bytes"] = link_bytes
+            if "link_utilization" in self.plan.outputs:
+                span = np.where(values["makespan"] > 0, values["makespan"], 1.0)  # as Result.link_utilization
+                values["link_utilization"] = link_bytes / (arrays[0][:, : self.n_links] * span[:, None])
+        return values
+
+
+@functools.lru_cache(maxsize=16)
+def _kernel(max_events: int, flows: bool, links: bool, batched_program: bool, devices: tuple[jax.Device, ...]):
+    """The jitted, sharded batch function (cached: sweeps of one shape share one compile)."""
+
+    def one(capacity, latency, route, size, release, overhead, after):
+        s = kernels.run(kernels.Network(capacity, latency),
+                        kernels.Program(route, size, release, overhead, after), max_events=max_events)
+        out = {"status": s.status, "events": s.events, "makespan": jnp.max(s.finish)}
+        if flows:
+            out["flow_finish"] = s.finish
+        if links:
+            out["link_bytes"] = s.resource_bytes
+        return out
+
+    b = 0 if batched_program else None
+    in_axes = (0, 0, b, 0, b, b, b)
+    mesh = Mesh(np.array(devices), ("batch",))
+    specs = tuple(P("batch") if ax == 0 else P() for ax in in_axes)
+    # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
+    # which the varying-axes check would reject
+    mapped = jax.shard_map(jax.vmap(one, in_axes=in_axes), mesh=mesh, in_specs=specs, out_specs=P("batch"),
+                           check_vma=False)
+    return in_axes, jax.jit(mapped), tuple(NamedSharding(mesh, s) for s in specs)
+
+
+def _free_memory(device: jax.Device) -> int:
+    """Bytes free on an accelerator; on CPU, the host's available memory split over its devices."""
+    try:
+        stats = device.memory_stats()
+    except Exception:  # some backends do not implement memory_stats
+        stats = None
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
+    try:
+        avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        avail = 2 << 30
+    return int(avail // max(1, jax.local_device_count()))
+
+
+def _meta(sweep: Sweep, plan: Plan) -> dict[str, Any]:
+    axes = []
+    for a in sweep.axes:
+        d = {"name": a.name, "description": a.describe(), "labels": a.labels() if a.size else []}
+        if isinstance(a, ArrayAxis) and not a.sampled:
+            d["values"] = list(a.values)
+        axes.append(d)
+    return {"format": FORMAT, "version": VERSION, "fingerprint": sweep.fingerprint(),
+            "spec": json.dumps(sweep.describe()), "name": sweep.name or sweep.scenario.name,
+            "n_points": plan.n_points, "axes": json.dumps(axes), "grid_shape": json.dumps(plan.grid_shape),
+            "outputs": json.dumps(list(plan.outputs))}
+
+
+def _layout(sweep: Sweep, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The result columns (name -> (shape, dtype)) and the datasets written once at creation."""
+    n, t = plan.n_points, plan.template
+    columns: dict[str, Any] = {"status": ((n,), np.int32), "events": ((n,), np.int64),
+                               "makespan": ((n,), np.float64)}
+    if "flow_finish" in plan.outputs:
+        columns["flow_finish"] = ((n, t.n_flows), np.float64)
+    for name in ("link_bytes", "link_utilization"):
+        if name in plan.outputs:
+            columns[name] = ((n, t.n_links), np.float64)
+    axes: dict[str, dict[str, np.ndarray]] = {}
+    for a in sweep.axes:
+        d: dict[str, np.ndarray] = {}
+        if a.name in plan.index:
+            d["index"] = plan.index[a.name]
+        if isinstance(a, ArrayAxis):
+            d["value"] = plan.value[a.name] if a.sampled else np.asarray(a.values)[plan.index[a.name]]
+        if a.name in plan.ids:
+            d["ids"] = np.array(plan.ids[a.name], dtype=str)
+        axes[a.name] = d
+    extra = {"axes": axes, "host_key": plan.host_key,
+             "flow_ids": np.array([f.id for f in t.scenario.flows], dtype=str),
+             "link_ids": np.array([link.id for link in t.scenario.links], dtype=str),
+             "scenario_errors": np.array(plan.errors, dtype=str)}
+    return columns, extra
