@@ -26,7 +26,7 @@ def test_four_local_devices_match_one(tmp_path):
     path = tmp_path / "four.h5"
     env = _env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
     proc = subprocess.run([sys.executable, "-c", PRELUDE + "sweep_cases.sharded_run(sys.argv[1])", str(path)],
-                          env=env, capture_output=True, text=True, timeout=300)
+                          env=env, capture_output=True, text=True, timeout=300, cwd=HERE)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ran on 4 devices" in proc.stdout
     _assert_same(load(path), scenario_sweep().run(progress=False))
@@ -38,7 +38,9 @@ def test_two_processes_match_one(tmp_path):
         port = s.getsockname()[1]
     path = tmp_path / "dist.h5"
     code = PRELUDE + "sweep_cases.distributed_worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(port), str(i), str(path)], env=_env(),
+    # cwd=HERE: `python -c` puts the working directory first on sys.path, and the repo root's netsim/
+    # (without kernels/) would shadow the installed package
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(port), str(i), str(path)], env=_env(), cwd=HERE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     for i, (p, (out, err)) in enumerate(zip(procs, outs, strict=True)):

@@ -62,7 +62,7 @@ def test_resume_after_sigkill(tmp_path, uninterrupted):
     code = "import jax; jax.config.update('jax_enable_x64', True); import sys, sweep_cases; " \
            "sweep_cases.run_and_maybe_die(sys.argv[1], 2)"
     proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, cwd=HERE)  # not the repo root, whose netsim/ shadows the install
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     partial = load(path)  # the killed writer left a readable file
     np.testing.assert_array_equal(partial.status[: 3 * CHUNK], 0)
