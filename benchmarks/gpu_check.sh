@@ -19,7 +19,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 
 echo "== tests"
 if [ "$QUICK" = 1 ]; then tests=(tests/sweep); else tests=(tests); fi
-timeout "${TEST_TIMEOUT:-300}" "$PY" -m pytest -q -x -p no:cacheprovider "${tests[@]}" || { echo "TESTS FAILED (rc $?)"; status=1; }
+timeout "${TEST_TIMEOUT:-300}" "$PY" -P -m pytest -q -x -p no:cacheprovider "${tests[@]}" || { echo "TESTS FAILED (rc $?)"; status=1; }
 
 echo "== peer benchmark, netsim side (SimGrid is not needed here)"
 if [ "$QUICK" = 1 ]; then bench=(--batch 64 --fat-tree 1000); else bench=(--batch 1024 --fat-tree 1000,10000); fi
