@@ -17,10 +17,10 @@ from pathlib import Path
 
 import jax
 
+import netsim
 from netsim import Link, Scenario
 from netsim._routing import LinkGraph
 from netsim._scenario import write_atomic
-import netsim
 from netsim.topology import ServerPlan, build_server, preset
 from netsim.workloads.collectives import allreduce, alltoall
 from netsim.workloads.pathsearch import crossings, search_rings
