@@ -19,25 +19,14 @@ import jax
 
 import netsim
 from netsim import Link, Scenario
-from netsim._routing import LinkGraph
 from netsim._scenario import write_atomic
 from netsim.topology import ServerPlan, build_server, preset
+from netsim.workloads import LinkFabric
 from netsim.workloads.collectives import allreduce, alltoall
 from netsim.workloads.pathsearch import crossings, search_rings
 
 MiB = 2**20
 B, ALPHA = 25e9, 1e-6  # per link: bytes/s, s
-
-
-class LinkFabric:
-    """Links with shortest-path routes."""
-
-    def __init__(self, links):
-        self.links = tuple(links)
-        self.graph = LinkGraph(self.links)
-
-    def route(self, src, dst):
-        return self.graph.shortest_path(src, dst)
 
 
 def gpus(n):

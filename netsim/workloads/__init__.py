@@ -1,6 +1,7 @@
 """Workload compilers: what users run, as flows, compute tasks and dependencies on any topology."""
 
 from ._base import Fabric as Fabric
+from ._base import LinkFabric as LinkFabric
 from ._base import Workload as Workload
 from ._base import concat as concat
 from .collectives import BUS_FACTOR as BUS_FACTOR

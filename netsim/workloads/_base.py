@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Protocol
 
+from .._routing import LinkGraph
 from .._scenario import Flow, Link, Scenario, ScenarioError, Task
 
 
@@ -16,6 +17,20 @@ class Fabric(Protocol):
     def links(self) -> tuple[Link, ...]: ...
 
     def route(self, src: str, dst: str) -> tuple[str, ...]: ...
+
+
+class LinkFabric:
+    """The plainest Fabric: a list of links, routed by least latency, then fewest hops.
+
+    For hand-built fabrics in tests and examples; topology builders give fabric-specific routing.
+    """
+
+    def __init__(self, links: Iterable[Link]):
+        self.links = tuple(links)
+        self._graph = LinkGraph(self.links)
+
+    def route(self, src: str, dst: str) -> tuple[str, ...]:
+        return self._graph.shortest_path(src, dst)
 
 
 @dataclasses.dataclass(frozen=True)

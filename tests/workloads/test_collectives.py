@@ -19,7 +19,7 @@ import pytest
 
 import netsim
 from netsim import Link
-from netsim._routing import LinkGraph
+from netsim.workloads import LinkFabric
 from netsim.workloads import collectives as coll
 
 B, ALPHA, S = 10e9, 1e-6, 8e6  # B/s, s, bytes
@@ -29,17 +29,6 @@ EVENTS = 3 * PAD["pad_items"] + 16
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-class Fabric:
-    """Hand-built fabric: links plus shortest-path routes."""
-
-    def __init__(self, links):
-        self.links = tuple(links)
-        self.graph = LinkGraph(self.links)
-
-    def route(self, src, dst):
-        return self.graph.shortest_path(src, dst)
-
-
 def names(n):
     return [f"g{i}" for i in range(n)]
 
@@ -47,12 +36,12 @@ def names(n):
 def ring_fabric(n, *, both=False, bw=B, alpha=ALPHA):
     """g0 -> g1 -> ... -> g0 (and the reverse links with both=True)."""
     pairs = [(i, (i + 1) % n) for i in range(n)] + ([((i + 1) % n, i) for i in range(n)] if both else [])
-    return Fabric(Link(f"g{a}->g{b}", f"g{a}", f"g{b}", bw, alpha) for a, b in pairs)
+    return LinkFabric(Link(f"g{a}->g{b}", f"g{a}", f"g{b}", bw, alpha) for a, b in pairs)
 
 
 def full_fabric(n, *, bw=B, alpha=ALPHA):
     """A directed link between every ordered pair."""
-    return Fabric(Link(f"g{a}->g{b}", f"g{a}", f"g{b}", bw, alpha) for a in range(n) for b in range(n) if a != b)
+    return LinkFabric(Link(f"g{a}->g{b}", f"g{a}", f"g{b}", bw, alpha) for a in range(n) for b in range(n) if a != b)
 
 
 def star_fabric(n, *, bw=B, alpha=ALPHA):
@@ -60,7 +49,7 @@ def star_fabric(n, *, bw=B, alpha=ALPHA):
     links = []
     for i in range(n):
         links += [Link(f"g{i}->sw", f"g{i}", "sw", bw, alpha), Link(f"sw->g{i}", "sw", f"g{i}", bw, alpha)]
-    return Fabric(links)
+    return LinkFabric(links)
 
 
 def simulate(collective, fabric):
