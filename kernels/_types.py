@@ -36,6 +36,7 @@ class Program(eqx.Module):
 class Allocation(eqx.Module):
     """One max-min fair allocation."""
 
+    active: Bool[Array, " N"]  # the items it shares the resources among
     rate: Float[Array, " N"]  # bytes/s; 0 for inactive items
     bottleneck: Int[Array, " N"]  # hop index of the link that froze the item (its bottleneck)
     load: Float[Array, " R"]  # sum of the rates crossing each resource
@@ -55,6 +56,7 @@ class SimState(eqx.Module):
     resource_bytes: Float[Array, " R"]  # bytes carried (work done, for devices)
     resource_busy: Float[Array, " R"]  # s with at least one item moving through
     held: Float[Array, "N H"]  # s each item spent with hop h as its bottleneck
+    allocation: Allocation  # the rates of the items moving bytes since the last event
     events: Int[Array, ""]
     rounds: Int[Array, ""]  # max-min rounds over all events
     max_rounds: Int[Array, ""]  # most rounds any one event needed

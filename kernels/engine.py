@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import equinox as eqx
 import equinox.internal as eqxi
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Network, Program, SimState
-from .maxmin import gather, maxmin_rates
+from .maxmin import empty_allocation, gather, maxmin_rates, rate_floor
 
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
@@ -32,13 +33,17 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
         start=jnp.where(padding, 0.0, inf), first_byte=jnp.where(padding, 0.0, inf),
         finish=jnp.where(padding, 0.0, inf),
         resource_bytes=jnp.zeros(n_resources, dt), resource_busy=jnp.zeros(n_resources, dt),
-        held=jnp.zeros((n_items, n_hops), dt), events=zero, rounds=zero, max_rounds=zero, status=zero,
+        held=jnp.zeros((n_items, n_hops), dt), allocation=empty_allocation(n_items, jnp.zeros(n_resources, dt)),
+        events=zero, rounds=zero, max_rounds=zero, status=zero,
         trace_time=jnp.full(record, jnp.inf, dt), trace_load=jnp.zeros((record, n_resources), dt))
 
 
-def step(network: Network, program: Program, latency: Float[Array, " N"], s: SimState,
-         *, loop: str = "lax") -> SimState:
-    """Schedules what became ready at s.time, allocates rates, and advances to the next event."""
+def step(network: Network, program: Program, s: SimState, *, latency: Float[Array, " N"],
+         floor: Float[Array, " N"], loop: str = "lax") -> SimState:
+    """Schedules what became ready at s.time, allocates rates, and advances to the next event.
+
+    latency: `route_latency`; floor: `rate_floor` (both fixed for a run, so computed once).
+    """
     t = s.time
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
     #    predecessor's finish) and its first byte follows after the route latency: both are known now, so
@@ -51,8 +56,9 @@ def step(network: Network, program: Program, latency: Float[Array, " N"], s: Sim
     started = s.started | begin
     moving = started & ~s.done & (first_byte <= t)
 
-    # 2. Max-min fair rates of the items that are moving bytes.
-    alloc = maxmin_rates(network.capacity, program.route, moving, loop=loop)
+    # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
+    #    whose last rate is provably still fair keep it, and only the rest are filled again.
+    alloc = maxmin_rates(network.capacity, program.route, moving, prior=s.allocation, floor=floor, loop=loop)
     rate = alloc.rate
 
     # 3. Next event: a completion or a first byte (release + latency expiry).
@@ -83,7 +89,7 @@ def step(network: Network, program: Program, latency: Float[Array, " N"], s: Sim
         start=start, first_byte=first_byte, finish=jnp.where(finishing, t_next, s.finish),
         resource_bytes=s.resource_bytes + alloc.load * gap,
         resource_busy=s.resource_busy + jnp.where(alloc.load > 0, gap, 0.0),
-        held=held, events=s.events + 1, rounds=s.rounds + alloc.rounds,
+        held=held, allocation=alloc, events=s.events + 1, rounds=s.rounds + alloc.rounds,
         max_rounds=jnp.maximum(s.max_rounds, alloc.rounds), status=status.astype(jnp.int32),
         trace_time=trace_time, trace_load=trace_load)
 
@@ -108,12 +114,13 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
             " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`")
     n_resources = network.capacity.shape[0]
     latency = route_latency(network, program)
+    floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route))  # only compared, never used
 
     def unfinished(s: SimState) -> Bool[Array, ""]:
         return ~jnp.all(s.done) & (s.events < max_events) & (s.status == OK)
 
     s = eqxi.while_loop(
-        unfinished, lambda s: step(network, program, latency, s, loop=loop),
+        unfinished, lambda s: step(network, program, s, latency=latency, floor=floor, loop=loop),
         initial_state(program, n_resources, record),
         max_steps=None if loop == "lax" else max_events, kind=loop)
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)

@@ -1,10 +1,11 @@
-"""Exact max-min fair rates by parallel progressive filling."""
+"""Exact max-min fair rates by parallel progressive filling, from scratch or from the last allocation."""
 
 from __future__ import annotations
 
 import equinox.internal as eqxi
+import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, Int
+from jaxtyping import Array, Bool, Complex, Float, Int
 
 from ._types import Allocation
 
@@ -12,9 +13,13 @@ from ._types import Allocation
 # touch only the items still unfrozen (their number falls by ~20% a round on a loaded fabric).
 SHRINK = 4
 SMALLEST = 64
+# Relative margin below the reuse threshold: rates equal in exact arithmetic may differ by rounding.
+MARGIN = 1e-9
+# Block of the prefix count: a matrix product per block beats XLA's CPU cumsum several times over.
+BLOCK = 64
 
 
-def scatter_add(values: Float[Array, "N H"], route: Int[Array, "N H"], size: int) -> Float[Array, " R"]:
+def scatter_add(values: Array, route: Int[Array, "N H"], size: int) -> Array:
     """Sums values into their hop's resource; the padding index `size` is dropped."""
     out = jnp.zeros(size + 1, values.dtype).at[route.ravel()].add(values.ravel(), mode="promise_in_bounds")
     return out[:size]
@@ -26,6 +31,18 @@ def gather(values: Array, route: Int[Array, "N H"], pad) -> Array:
     return ext.at[route].get(mode="promise_in_bounds")
 
 
+def compact(mask: Bool[Array, " N"], size: int) -> Int[Array, " size"]:
+    """Indices of the first `size` True entries of mask, in order; len(mask) fills the rest."""
+    n = mask.shape[0]
+    blocks = jnp.pad(mask, (0, -n % BLOCK)).astype(jnp.float32).reshape(-1, BLOCK)
+    within = jnp.matmul(blocks, jnp.triu(jnp.ones((BLOCK, BLOCK), jnp.float32)),
+                        precision=jax.lax.Precision.HIGHEST)  # exact: counts <= BLOCK
+    before = jnp.cumsum(within[:, -1].astype(jnp.int32)) - within[:, -1].astype(jnp.int32)
+    count = (within.astype(jnp.int32) + before[:, None]).ravel()[:n]  # inclusive prefix count
+    slot = jnp.where(mask, count - 1, size)
+    return jnp.full(size, n, jnp.int32).at[slot].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
+
+
 def buffer_sizes(n_items: int) -> list[int]:
     """Static buffer sizes, largest first: n, n / SHRINK, ... down to SMALLEST."""
     sizes = [n_items]
@@ -34,11 +51,44 @@ def buffer_sizes(n_items: int) -> list[int]:
     return sizes
 
 
+def rate_floor(capacity: Float[Array, " R"], route: Int[Array, "N H"]) -> Float[Array, " N"]:
+    """A lower bound on each item's max-min rate whatever else is active: min over its resources of
+    capacity / (items routed there). An item is the largest user of its bottleneck, which is full."""
+    n_res = capacity.shape[0]
+    users = scatter_add(jnp.ones(route.shape, capacity.dtype), route, n_res)
+    return jnp.min(gather(capacity / jnp.maximum(users, 1.0), route, jnp.inf), axis=1)
+
+
+def reusable(prior: Allocation, active: Bool[Array, " N"], floor: Float[Array, " N"]) -> Bool[Array, " N"]:
+    """Items whose rate in `prior` is still their max-min fair rate among `active`.
+
+    Let theta be the smallest rate among the items that left and the smallest `floor` among those that
+    joined. In progressive filling no resource an item crosses saturates below that item's final rate;
+    so below theta no resource crossed by a leaving or joining item saturates in either filling, every
+    other resource carries the same load in both, and both fillings freeze the same items at the same
+    levels. Items below theta keep their rates (and any subset of them may be kept: the others fill
+    what is left of the capacity exactly as before).
+    """
+    was = prior.active
+    left, joined = was & ~active, active & ~was
+    theta = jnp.minimum(jnp.min(jnp.where(left, prior.rate, jnp.inf)), jnp.min(jnp.where(joined, floor, jnp.inf)))
+    return was & active & (prior.rate < theta * (1 - MARGIN))
+
+
+def empty_allocation(n_items: int, capacity: Float[Array, " R"]) -> Allocation:
+    """The allocation of no items: a `prior` that makes `maxmin_rates` fill from scratch."""
+    return Allocation(active=jnp.zeros(n_items, bool), rate=jnp.zeros(n_items, capacity.dtype),
+                      bottleneck=jnp.zeros(n_items, jnp.int32), load=jnp.zeros_like(capacity),
+                      rounds=jnp.zeros((), jnp.int32))
+
+
 def maxmin_rates(
     capacity: Float[Array, " R"],
     route: Int[Array, "N H"],
     active: Bool[Array, " N"],
     *,
+    prior: Allocation | None = None,
+    floor: Float[Array, " N"] | None = None,
     loop: str = "lax",
 ) -> Allocation:
     """Max-min fair rates of the active items.
@@ -53,49 +103,75 @@ def maxmin_rates(
         capacity: bytes/s per resource, all > 0.
         route: resource index per hop; `R` (= len(capacity)) marks padding.
         active: which items want bandwidth now.
+        prior: the allocation of the previous set of active items (with `floor`, from `rate_floor`).
+            Items whose rate is provably unchanged (`reusable`) keep it; only the others are filled, in
+            the capacity the kept ones leave. Events in a simulation change few items, so this touches
+            a small buffer instead of every item.
         loop: equinox.internal.while_loop kind: "lax" (forward-mode AD) or "checkpointed" (reverse mode).
     """
     n_res = capacity.shape[0]
-    n_items, n_hops = route.shape
+    n_items, _ = route.shape
     dt = capacity.dtype
     live = active & jnp.any(route < n_res, axis=1)  # a routeless item is padding: nothing to share
-    users = scatter_add(jnp.broadcast_to(live[:, None], route.shape).astype(dt), route, n_res)
-    spare = capacity
-    rate = jnp.zeros(n_items, dt)
-    bottleneck = jnp.zeros(n_items, jnp.int32)
+    if prior is None:
+        prior = empty_allocation(n_items, capacity)
+        keep = jnp.zeros_like(live)
+    else:
+        keep = reusable(prior, live, floor)
+    live = live & ~keep
+    # Updates to spare capacity (real part, subtracted) and users (imaginary part, subtracted) wait in
+    # `pending` until the next round's scatter applies them: the rates the prior gave items now refilled
+    # or gone come back, and every item to fill counts as a user.
+    give_back = prior.active & ~keep
+    pending = jnp.where(give_back, -prior.rate, 0.0) - 1j * live
+    spare = capacity - prior.load
+    users = jnp.zeros(n_res, dt)
+    rate = jnp.where(keep, prior.rate, 0.0)
+    bottleneck = jnp.where(keep, prior.bottleneck, 0).astype(jnp.int32)
     rounds = jnp.zeros((), jnp.int32)
-    # Level k works on a buffer of sizes[k] slots holding the live items (slot -> item index `index`),
-    # and runs rounds until the live items fit the next, smaller buffer.
+    # Level k works on a buffer of sizes[k] slots holding the items still live or pending (slot -> item
+    # `index`), and runs rounds until they fit the next, smaller buffer.
     sizes = buffer_sizes(n_items)
     index = jnp.arange(n_items)
-    sub_route, sub_live = route, live
+    sub_route, sub_live, sub_pending = route, live, pending
     for k, size in enumerate(sizes):
-        if k > 0:  # pack the live items of the previous buffer into this one
-            slots = jnp.nonzero(sub_live, size=size, fill_value=sub_live.shape[0])[0]
-            index = jnp.concatenate([index, jnp.array([n_items])])[slots]
-            sub_route = jnp.concatenate([sub_route, jnp.full((1, n_hops), n_res, route.dtype)])[slots]
-            sub_live = index < n_items
+        if k > 0:  # pack what the previous buffer still holds into this one
+            slots = compact(sub_live | (sub_pending != 0), size)
+            index = _pad(index, n_items)[slots]
+            sub_route = jnp.concatenate([sub_route, jnp.full((1, route.shape[1]), n_res, route.dtype)])[slots]
+            sub_live, sub_pending = _pad(sub_live, False)[slots], _pad(sub_pending, 0)[slots]
         fits_next = sizes[k + 1] if k + 1 < len(sizes) else 0
-        sub_rate, sub_bottleneck, sub_live, spare, users, rounds = _rounds(
-            sub_route, sub_live, spare, users, rounds, fits_next, loop)
-        rate = rate.at[index].set(sub_rate, mode="drop")  # still-live items are written again later
-        bottleneck = bottleneck.at[index].set(sub_bottleneck, mode="drop")
-    return Allocation(rate=rate, bottleneck=bottleneck, load=capacity - spare, rounds=rounds)
+        entered = sub_live  # the items this buffer fills; those still live are written again later
+        sub_rate, sub_bottleneck, sub_live, sub_pending, spare, users, rounds = _rounds(
+            sub_route, sub_live, sub_pending, spare, users, rounds, fits_next, loop)
+        if k == 0:  # slots are items
+            rate, bottleneck = jnp.where(entered, sub_rate, rate), jnp.where(entered, sub_bottleneck, bottleneck)
+        else:
+            filled = jnp.where(entered, index, n_items)
+            rate = rate.at[filled].set(sub_rate, mode="drop")
+            bottleneck = bottleneck.at[filled].set(sub_bottleneck, mode="drop")
+    spare = jnp.maximum(spare - scatter_add(
+        jnp.broadcast_to(sub_pending.real[:, None], sub_route.shape), sub_route, n_res), 0.0)
+    return Allocation(active=active, rate=rate, bottleneck=bottleneck, load=capacity - spare, rounds=rounds)
 
 
-def _rounds(route, live, spare, users, rounds, fits_next: int, loop: str):
-    """Freezing rounds on one buffer, until at most `fits_next` of its items are live."""
+def _rounds(route, live, pending: Complex[Array, " n"], spare, users, rounds, fits_next: int, loop: str):
+    """Freezing rounds on one buffer, until at most `fits_next` of its items are live or pending."""
     n_res = spare.shape[0]
     n_hops = route.shape[1]
-    real = route < n_res
     dt = spare.dtype
 
     def keep_going(carry):
-        return jnp.sum(carry[2]) > fits_next
+        live, pending = carry[2], carry[3]
+        held = jnp.sum(live | (pending != 0))
+        return (held > fits_next) if fits_next else jnp.any(live)
 
     def one_round(carry):
-        rate, bottleneck, live, spare, users, rounds = carry
-        has = users > 0
+        rate, bottleneck, live, pending, spare, users, rounds = carry
+        update = scatter_add(jnp.broadcast_to(pending[:, None], route.shape), route, n_res)
+        spare = jnp.maximum(spare - update.real, 0.0)  # rounding never goes negative
+        users = users - update.imag
+        has = users > 0.5
         share = jnp.where(has, spare / jnp.where(has, users, 1), jnp.inf)
         hop_share = gather(share, route, jnp.inf)
         item_share = jnp.min(hop_share, axis=1)  # the item's tightest share
@@ -107,14 +183,15 @@ def _rounds(route, live, spare, users, rounds, fits_next: int, loop: str):
         newly = live & jnp.any(hit, axis=1)
         rate = jnp.where(newly, item_share, rate)
         bottleneck = jnp.where(newly, jnp.argmax(hit, axis=1).astype(bottleneck.dtype), bottleneck)
-        # One scatter carries both updates: freed bandwidth (real part) and departed users (imaginary).
-        freed = jnp.where(newly[:, None] & real, item_share[:, None] + 1j, 0.0)
-        update = scatter_add(freed, route, n_res)
-        spare = jnp.maximum(spare - update.real, 0.0)  # rounding never goes negative
-        users = users - update.imag
-        return rate, bottleneck, live & ~newly, spare, users, rounds + 1
+        pending = jnp.where(newly, item_share + 1j, 0.0)  # applied by the next round's scatter
+        return rate, bottleneck, live & ~newly, pending, spare, users, rounds + jnp.any(live)
 
     n = route.shape[0]
-    init = (jnp.zeros(n, dt), jnp.zeros(n, jnp.int32), live, spare, users, rounds)
-    max_steps = None if loop == "lax" else n_res + 1  # each round freezes at least one resource
+    init = (jnp.zeros(n, dt), jnp.zeros(n, jnp.int32), live, pending, spare, users, rounds)
+    max_steps = None if loop == "lax" else n_res + 2  # each round freezes at least one resource
     return eqxi.while_loop(keep_going, one_round, init, max_steps=max_steps, kind=loop)
+
+
+def _pad(x: Array, value) -> Array:
+    """x with one extra trailing entry, read by padding slots."""
+    return jnp.concatenate([x, jnp.full((1,), value, x.dtype)])

@@ -78,3 +78,22 @@ def test_fewer_rounds_than_links_at_scale():
     alloc = _rates(jnp.asarray(cap), jnp.asarray(route), jnp.ones(n_flows, bool))
     levels = len(np.unique(np.asarray(alloc.rate)))
     assert int(alloc.rounds) * 10 < levels  # measured: see benchmarks/RESULTS.md
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_update_from_prior_equals_fresh_filling(seed):
+    # An event changes the active set: some items leave, some join. Filling from the prior allocation
+    # (kept rates + refill of the rest) must give exactly the fresh allocation of the new set.
+    from netsim.kernels.maxmin import rate_floor
+
+    cap, route, before = random_system(seed, n_flows=64)
+    rng = np.random.default_rng(seed + 100)
+    after = before ^ (rng.random(len(before)) < [0.05, 0.2, 0.5, 1.0][seed % 4])
+    cap, route = jnp.asarray(cap), jnp.asarray(route)
+    prior = _rates(cap, route, jnp.asarray(before))
+    floor = rate_floor(cap, route)
+    update = jax.jit(lambda a, p: maxmin_rates(cap, route, a, prior=p, floor=floor))(jnp.asarray(after), prior)
+    fresh = _rates(cap, route, jnp.asarray(after))
+    np.testing.assert_allclose(update.rate, fresh.rate, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(update.load, fresh.load, rtol=1e-12, atol=1e-12)
+    certificate(np.asarray(cap), np.asarray(route), after, np.asarray(update.rate))
