@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Network, Program, SimState
-from .maxmin import empty_allocation, gather, maxmin_rates, rate_floor
+from .maxmin import append_row, empty_allocation, gather, maxmin_rates, rate_floor
 
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
@@ -33,7 +33,7 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
         start=jnp.where(padding, 0.0, inf), first_byte=jnp.where(padding, 0.0, inf),
         finish=jnp.where(padding, 0.0, inf),
         resource_bytes=jnp.zeros(n_resources, dt), resource_busy=jnp.zeros(n_resources, dt),
-        held=jnp.zeros((n_items, n_hops), dt), allocation=empty_allocation(n_items, jnp.zeros(n_resources, dt)),
+        held=jnp.zeros((n_items, n_hops), dt), allocation=empty_allocation(n_items, n_resources, dt),
         events=zero, rounds=zero, max_rounds=zero, status=zero,
         trace_time=jnp.full(record, jnp.inf, dt), trace_load=jnp.zeros((record, n_resources), dt))
 
@@ -48,8 +48,8 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[Arra
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
     #    predecessor's finish) and its first byte follows after the route latency: both are known now, so
     #    a release needs no event of its own, and no drift comes from the event clock.
-    pred_done = jnp.all(_pad(s.done, True)[program.after], axis=1)
-    pred_finish = jnp.max(_pad(s.finish, 0.0)[program.after], axis=1)
+    pred_done = jnp.all(append_row(s.done, True)[program.after], axis=1)
+    pred_finish = jnp.max(append_row(s.finish, 0.0)[program.after], axis=1)
     begin = ~s.started & pred_done
     start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
     first_byte = jnp.where(begin, start + latency, s.first_byte)
@@ -126,7 +126,3 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))
 
-
-def _pad(x: Array, value) -> Array:
-    """x with one extra trailing entry, read by padding indices."""
-    return jnp.concatenate([x, jnp.full((1,), value, x.dtype)])

@@ -27,8 +27,7 @@ def scatter_add(values: Array, route: Int[Array, "N H"], size: int) -> Array:
 
 def gather(values: Array, route: Int[Array, "N H"], pad) -> Array:
     """values[route] per hop, with `pad` where the hop is padding."""
-    ext = jnp.concatenate([values, jnp.full((1,), pad, values.dtype)])
-    return ext.at[route].get(mode="promise_in_bounds")
+    return append_row(values, pad).at[route].get(mode="promise_in_bounds")
 
 
 def compact(mask: Bool[Array, " N"], size: int) -> Int[Array, " size"]:
@@ -75,10 +74,10 @@ def reusable(prior: Allocation, active: Bool[Array, " N"], floor: Float[Array, "
     return was & active & (prior.rate < theta * (1 - MARGIN))
 
 
-def empty_allocation(n_items: int, capacity: Float[Array, " R"]) -> Allocation:
+def empty_allocation(n_items: int, n_resources: int, dtype) -> Allocation:
     """The allocation of no items: a `prior` that makes `maxmin_rates` fill from scratch."""
-    return Allocation(active=jnp.zeros(n_items, bool), rate=jnp.zeros(n_items, capacity.dtype),
-                      bottleneck=jnp.zeros(n_items, jnp.int32), load=jnp.zeros_like(capacity),
+    return Allocation(active=jnp.zeros(n_items, bool), rate=jnp.zeros(n_items, dtype),
+                      bottleneck=jnp.zeros(n_items, jnp.int32), load=jnp.zeros(n_resources, dtype),
                       rounds=jnp.zeros((), jnp.int32))
 
 
@@ -114,8 +113,10 @@ def maxmin_rates(
     dt = capacity.dtype
     live = active & jnp.any(route < n_res, axis=1)  # a routeless item is padding: nothing to share
     if prior is None:
-        prior = empty_allocation(n_items, capacity)
+        prior = empty_allocation(n_items, n_res, dt)
         keep = jnp.zeros_like(live)
+    elif floor is None:
+        raise ValueError("maxmin_rates: `prior` needs `floor` (from rate_floor) to tell which rates still hold")
     else:
         keep = reusable(prior, live, floor)
     live = live & ~keep
@@ -137,9 +138,8 @@ def maxmin_rates(
     for k, size in enumerate(sizes):
         if k > 0:  # pack what the previous buffer still holds into this one
             slots = compact(sub_live | (sub_pending != 0), size)
-            index = _pad(index, n_items)[slots]
-            sub_route = jnp.concatenate([sub_route, jnp.full((1, route.shape[1]), n_res, route.dtype)])[slots]
-            sub_live, sub_pending = _pad(sub_live, False)[slots], _pad(sub_pending, 0)[slots]
+            index, sub_route = append_row(index, n_items)[slots], append_row(sub_route, n_res)[slots]
+            sub_live, sub_pending = append_row(sub_live, False)[slots], append_row(sub_pending, 0)[slots]
         fits_next = sizes[k + 1] if k + 1 < len(sizes) else 0
         entered = sub_live  # the items this buffer fills; those still live are written again later
         sub_rate, sub_bottleneck, sub_live, sub_pending, spare, users, rounds = _rounds(
@@ -192,6 +192,6 @@ def _rounds(route, live, pending: Complex[Array, " n"], spare, users, rounds, fi
     return eqxi.while_loop(keep_going, one_round, init, max_steps=max_steps, kind=loop)
 
 
-def _pad(x: Array, value) -> Array:
-    """x with one extra trailing entry, read by padding slots."""
-    return jnp.concatenate([x, jnp.full((1,), value, x.dtype)])
+def append_row(x: Array, value) -> Array:
+    """x with one more row, filled with `value`: what padding indices (== len(x)) read."""
+    return jnp.concatenate([x, jnp.full((1, *x.shape[1:]), value, x.dtype)])
