@@ -9,7 +9,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Network, Program, SimState
-from .maxmin import append_row, empty_allocation, gather, maxmin_rates, rate_floor
+from .maxmin import DENSE_MAX, append_row, empty_allocation, gather, incidence, maxmin_rates, rate_floor
 
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
@@ -39,10 +39,11 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
 
 
 def step(network: Network, program: Program, s: SimState, *, latency: Float[Array, " N"],
-         floor: Float[Array, " N"], loop: str = "lax") -> SimState:
+         floor: Float[Array, " N"], dense: Float[Array, "N R"] | None = None, loop: str = "lax") -> SimState:
     """Schedules what became ready at s.time, allocates rates, and advances to the next event.
 
-    latency: `route_latency`; floor: `rate_floor` (both fixed for a run, so computed once).
+    latency: `route_latency`; floor: `rate_floor`; dense: None or `incidence` (all fixed for a run, so
+    computed once).
     """
     t = s.time
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
@@ -58,7 +59,8 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[Arra
 
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
-    alloc = maxmin_rates(network.capacity, program.route, moving, prior=s.allocation, floor=floor, loop=loop)
+    alloc = maxmin_rates(network.capacity, program.route, moving, prior=s.allocation, floor=floor, dense=dense,
+                         loop=loop)
     rate = alloc.rate
 
     # 3. Next event: a completion or a first byte (release + latency expiry).
@@ -95,7 +97,7 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[Arra
 
 
 def run(network: Network, program: Program, *, max_events: int, loop: str = "lax",
-        record: int = 0) -> SimState:
+        record: int = 0, dense: bool | None = None) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
     One event handles every completion and first byte that falls on the same instant.
@@ -104,6 +106,8 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     times the result is piecewise smooth: derivatives there are one-sided.
 
     record: keep the time and per-resource load of the first `record` events (utilization over time).
+    dense: sum over resources with an items x resources incidence matrix instead of scatters; default
+        when that matrix is small (`maxmin.DENSE_MAX` entries). Same answers to rounding either way.
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
@@ -115,12 +119,15 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     n_resources = network.capacity.shape[0]
     latency = route_latency(network, program)
     floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route))  # only compared, never used
+    if dense is None:
+        dense = program.route.shape[0] * n_resources <= DENSE_MAX
+    matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
 
     def unfinished(s: SimState) -> Bool[Array, ""]:
         return ~jnp.all(s.done) & (s.events < max_events) & (s.status == OK)
 
     s = eqxi.while_loop(
-        unfinished, lambda s: step(network, program, s, latency=latency, floor=floor, loop=loop),
+        unfinished, lambda s: step(network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop),
         initial_state(program, n_resources, record),
         max_steps=None if loop == "lax" else max_events, kind=loop)
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)

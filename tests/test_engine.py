@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,7 +11,9 @@ from reference import reference_simulate
 from scenarios import PAD, random_scenario
 
 import netsim
-from netsim import Flow, Link, Scenario, Task
+from netsim import Flow, Link, Scenario, Task, kernels
+
+_run_paths = jax.jit(kernels.run, static_argnames=("max_events", "dense"))
 
 
 def times(result: netsim.Result) -> dict[str, tuple[float, float, float]]:
@@ -160,3 +163,20 @@ def test_utilization_over_time():
     np.testing.assert_allclose(np.sum(np.diff(edges)[:, None] * util * r.link_bandwidth, axis=0), r.link_bytes)
     with pytest.raises(ValueError, match="record=True"):
         netsim.simulate(s).link_timeline()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_scatter_and_matrix_paths_agree(seed):
+    # Small scenarios sum over resources with an incidence matrix, large ones with scatters: both
+    # must give the reference's times (and each other's, to rounding).
+    compiled = netsim.compile(random_scenario(200 + seed), **PAD)
+    want = reference_simulate(compiled.scenario)
+    finish = {}
+    for dense in (False, True):
+        with jax.enable_x64(True):
+            state = _run_paths(compiled.network, compiled.program, max_events=compiled.max_events, dense=dense)
+        assert int(state.status) == kernels.OK
+        finish[dense] = np.asarray(state.finish)
+        for i, item in enumerate((*compiled.scenario.flows, *compiled.scenario.tasks)):
+            np.testing.assert_allclose(finish[dense][i], want[item.id][2], rtol=1e-9, atol=1e-15, err_msg=item.id)
+    np.testing.assert_allclose(finish[False], finish[True], rtol=1e-12, atol=1e-15)

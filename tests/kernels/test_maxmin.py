@@ -7,9 +7,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from netsim.kernels import maxmin_rates
+from netsim.kernels.maxmin import incidence, rate_floor
 from reference import progressive_filling
 
 _rates = jax.jit(maxmin_rates)
+
+
+def rates(cap, route, active, *, dense: bool, **prior):
+    """The allocation by scatters (dense=False) or by incidence-matrix products (dense=True)."""
+    return _rates(cap, route, active, dense=incidence(route, len(cap)) if dense else None, **prior)
 
 
 def random_system(seed: int, n_flows: int = 40, n_links: int = 16, hops: int = 4):
@@ -41,10 +47,11 @@ def certificate(cap, route, active, rate):
         assert ok, f"flow {f} has no bottleneck link"
 
 
+@pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("seed", range(10))
-def test_oracle_and_certificate(seed):
+def test_oracle_and_certificate(seed, dense):
     cap, route, active = random_system(seed)
-    alloc = _rates(jnp.asarray(cap), jnp.asarray(route), jnp.asarray(active))
+    alloc = rates(jnp.asarray(cap), jnp.asarray(route), jnp.asarray(active), dense=dense)
     rate = np.asarray(alloc.rate)
     routes = [list(r[r < len(cap)]) for r in route]
     np.testing.assert_allclose(rate, progressive_filling(cap, routes, list(active)), rtol=1e-12)
@@ -80,19 +87,18 @@ def test_fewer_rounds_than_links_at_scale():
     assert int(alloc.rounds) * 10 < levels  # measured: see benchmarks/RESULTS.md
 
 
+@pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize("seed", range(8))
-def test_update_from_prior_equals_fresh_filling(seed):
+def test_update_from_prior_equals_fresh_filling(seed, dense):
     # An event changes the active set: some items leave, some join. Filling from the prior allocation
     # (kept rates + refill of the rest) must give exactly the fresh allocation of the new set.
-    from netsim.kernels.maxmin import rate_floor
-
     cap, route, before = random_system(seed, n_flows=64)
     rng = np.random.default_rng(seed + 100)
     after = before ^ (rng.random(len(before)) < [0.05, 0.2, 0.5, 1.0][seed % 4])
     cap, route = jnp.asarray(cap), jnp.asarray(route)
     prior = _rates(cap, route, jnp.asarray(before))
     floor = rate_floor(cap, route)
-    update = jax.jit(lambda a, p: maxmin_rates(cap, route, a, prior=p, floor=floor))(jnp.asarray(after), prior)
+    update = rates(cap, route, jnp.asarray(after), dense=dense, prior=prior, floor=floor)
     fresh = _rates(cap, route, jnp.asarray(after))
     np.testing.assert_allclose(update.rate, fresh.rate, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(update.load, fresh.load, rtol=1e-12, atol=1e-12)
