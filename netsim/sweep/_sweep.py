@@ -238,18 +238,26 @@ class Sweep:
             runner = _Runner(plan, devices)
             store = None
             size = 0
+            failed = None
             if lead:
-                columns, extra = _layout(self, plan)
-                store = open_store(
-                    out, self.fingerprint(), columns=columns, extra=extra, overwrite=overwrite,
-                    n_chunks_for=lambda s: -(-plan.n_points // s),
-                    chunk_size=chunk_size or runner.auto_chunk_size(),
-                    meta=_meta(self, plan))
-                size = int(store.meta["chunk_size"])
+                try:
+                    columns, extra = _layout(self, plan)
+                    store = open_store(
+                        out, self.fingerprint(), columns=columns, extra=extra, overwrite=overwrite,
+                        n_chunks_for=lambda s: -(-plan.n_points // s),
+                        chunk_size=chunk_size or runner.auto_chunk_size(),
+                        meta=_meta(self, plan))
+                    size = int(store.meta["chunk_size"])
+                except Exception as e:  # the other processes wait on the broadcast below: tell them
+                    failed, size = e, -1
             if multi:
                 from jax.experimental import multihost_utils
 
                 size = int(multihost_utils.broadcast_one_to_all(np.int64(size)))
+            if failed is not None:
+                raise failed
+            if size < 0:
+                raise SweepError("sweep: process 0 could not open the results file (its error says why)")
             n_chunks = -(-plan.n_points // size)
             done = store.done if lead else np.zeros(n_chunks, bool)
             if multi:

@@ -1,6 +1,6 @@
 """Small scenarios and sweeps shared by the sweep tests and their subprocesses.
 
-All compile to one padded shape (64 items, 4 hops, 2 predecessors, 8 resources), so the in-process
+All compile to one padded shape (64 items, 2 hops, 2 predecessors, 8 resources), so the in-process
 tests share a compile per kind of sweep (program shared or batched).
 """
 

@@ -33,20 +33,39 @@ def test_four_local_devices_match_one(tmp_path):
 
 
 def test_two_processes_match_one(tmp_path):
+    path = tmp_path / "dist.h5"
+    for i, (p, out, err) in enumerate(_two_processes(path)):
+        assert p.returncode == 0, f"process {i}: {err[-3000:]}"
+        assert f"process {i} done" in out
+    _assert_same(load(path), grid_sweep().run(progress=False, chunk_size=CHUNK))
+
+
+def test_two_processes_stop_when_process_0_cannot_open_the_file(tmp_path):
+    # process 0 opens the results file; when that fails the other process must fail too, not wait
+    path = tmp_path / "dist.h5"
+    path.write_text("not HDF5")
+    (p0, _, err0), (p1, _, err1) = _two_processes(path, timeout=120)
+    assert p0.returncode != 0 and "not a readable HDF5 file" in err0, err0[-3000:]
+    assert p1.returncode != 0 and "process 0 could not open the results file" in err1, err1[-3000:]
+    assert path.read_text() == "not HDF5"  # untouched
+
+
+def _two_processes(path: Path, timeout: int = 300):
+    """(process, stdout, stderr) of the 2 jax.distributed workers running grid_sweep to `path`."""
     with socket.socket() as s:  # a free port on the loopback interface only
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    path = tmp_path / "dist.h5"
     code = PRELUDE + "sweep_cases.distributed_worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
     # cwd=HERE: `python -c` puts the working directory first on sys.path, and the repo root's netsim/
     # (without kernels/) would shadow the installed package
     procs = [subprocess.Popen([sys.executable, "-c", code, str(port), str(i), str(path)], env=_env(), cwd=HERE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
-    outs = [p.communicate(timeout=300) for p in procs]
-    for i, (p, (out, err)) in enumerate(zip(procs, outs, strict=True)):
-        assert p.returncode == 0, f"process {i}: {err[-3000:]}"
-        assert f"process {i} done" in out
-    _assert_same(load(path), grid_sweep().run(progress=False, chunk_size=CHUNK))
+    try:
+        outs = [p.communicate(timeout=timeout) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    return [(p, out, err) for p, (out, err) in zip(procs, outs, strict=True)]
 
 
 def _assert_same(got, single):
