@@ -42,8 +42,8 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[Arra
          floor: Float[Array, " N"], dense: Float[Array, "N R"] | None = None, loop: str = "lax") -> SimState:
     """Schedules what became ready at s.time, allocates rates, and advances to the next event.
 
-    latency: `route_latency`; floor: `rate_floor`; dense: None or `incidence` (all fixed for a run, so
-    computed once).
+    latency: `route_latency`; floor: `rate_floor` of every routed item; dense: None or `incidence` (all
+    fixed for a run, so computed once).
     """
     t = s.time
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
@@ -118,7 +118,8 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
             " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`")
     n_resources = network.capacity.shape[0]
     latency = route_latency(network, program)
-    floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route))  # only compared, never used
+    routed = jnp.any(program.route < n_resources, axis=1)
+    floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route, routed))  # only compared
     if dense is None:
         dense = program.route.shape[0] * n_resources <= DENSE_MAX
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None

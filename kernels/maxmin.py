@@ -69,11 +69,10 @@ def buffer_sizes(n_items: int) -> list[int]:
     return sizes
 
 
-def rate_floor(capacity: Float[Array, " R"], route: Int[Array, "N H"]) -> Float[Array, " N"]:
-    """A lower bound on each item's max-min rate whatever else is active: min over its resources of
-    capacity / (items routed there). An item is the largest user of its bottleneck, which is full."""
-    n_res = capacity.shape[0]
-    users = to_resources(jnp.ones(route.shape[0], capacity.dtype), route, n_res)
+def rate_floor(capacity: Float[Array, " R"], route: Int[Array, "N H"], active: Bool[Array, " N"]) -> Float[Array, " N"]:
+    """A lower bound on each item's max-min rate among `active`: min over its resources of capacity /
+    (active items crossing there). An item is the largest user of its bottleneck, which is full."""
+    users = to_resources(active.astype(capacity.dtype), route, capacity.shape[0])
     return jnp.min(gather(capacity / jnp.maximum(users, 1.0), route, jnp.inf), axis=1)
 
 
@@ -122,10 +121,10 @@ def maxmin_rates(
         capacity: bytes/s per resource, all > 0.
         route: resource index per hop; `R` (= len(capacity)) marks padding.
         active: which items want bandwidth now.
-        prior: the allocation of the previous set of active items (with `floor`, from `rate_floor`).
-            Items whose rate is provably unchanged (`reusable`) keep it; only the others are filled, in
-            the capacity the kept ones leave. Events in a simulation change few items, so this touches
-            a small buffer instead of every item.
+        prior: the allocation of the previous set of active items, with `floor`: `rate_floor` of every
+            routed item, a bound for any active set. Items whose rate is provably unchanged (`reusable`)
+            keep it; only the others are filled, in the capacity the kept ones leave. Events in a
+            simulation change few items, so this touches a small buffer instead of every item.
         dense: `incidence(route, R)`: sum over resources with matrix products instead of scatters
             (faster for small items x resources, above all under vmap; see DENSE_MAX).
         loop: equinox.internal.while_loop kind: "lax" (forward-mode AD) or "checkpointed" (reverse mode).
@@ -140,6 +139,10 @@ def maxmin_rates(
     elif floor is None:
         raise ValueError("maxmin_rates: `prior` needs `floor` (from rate_floor) to tell which rates still hold")
     else:
+        if dense is None:  # large fabric: at events where items join, bound them by their links' current
+            # users (one more scatter, but it keeps far more rates; under vmap both branches run)
+            floor = jax.lax.cond(jnp.any(live & ~prior.active),
+                                 lambda: jnp.maximum(floor, rate_floor(capacity, route, live)), lambda: floor)
         keep = reusable(prior, live, floor)
     live = live & ~keep
     # Updates to spare capacity (real part, subtracted) and users (imaginary part, subtracted) wait in

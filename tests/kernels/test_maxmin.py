@@ -97,9 +97,20 @@ def test_update_from_prior_equals_fresh_filling(seed, dense):
     after = before ^ (rng.random(len(before)) < [0.05, 0.2, 0.5, 1.0][seed % 4])
     cap, route = jnp.asarray(cap), jnp.asarray(route)
     prior = _rates(cap, route, jnp.asarray(before))
-    floor = rate_floor(cap, route)
+    floor = rate_floor(cap, route, jnp.ones(len(route), bool))
     update = rates(cap, route, jnp.asarray(after), dense=dense, prior=prior, floor=floor)
     fresh = _rates(cap, route, jnp.asarray(after))
     np.testing.assert_allclose(update.rate, fresh.rate, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(update.load, fresh.load, rtol=1e-12, atol=1e-12)
     certificate(np.asarray(cap), np.asarray(route), after, np.asarray(update.rate))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rate_floor_bounds_every_rate(seed):
+    # The floor a joining item gets (capacity / active users, at its tightest link) never exceeds its
+    # max-min rate: otherwise events would keep rates that the joiner changes.
+    cap, route, active = random_system(seed, n_flows=64)
+    rate = np.asarray(_rates(jnp.asarray(cap), jnp.asarray(route), jnp.asarray(active)).rate)
+    floor = np.asarray(rate_floor(jnp.asarray(cap), jnp.asarray(route), jnp.asarray(active)))
+    assert np.all(rate[active] >= floor[active] * (1 - 1e-12))
+    assert np.any(np.isclose(rate[active], floor[active], rtol=1e-12))  # and it is reached somewhere
