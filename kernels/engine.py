@@ -9,7 +9,15 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Network, Program, SimState
-from .maxmin import DENSE_MAX, append_row, empty_allocation, gather, incidence, maxmin_rates, rate_floor
+from .maxmin import (
+    append_row,
+    dense_by_default,
+    empty_allocation,
+    gather,
+    incidence,
+    maxmin_rates,
+    rate_floor,
+)
 
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
@@ -107,7 +115,7 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
 
     record: keep the time and per-resource load of the first `record` events (utilization over time).
     dense: sum over resources with an items x resources incidence matrix instead of scatters; default
-        when that matrix is small (`maxmin.DENSE_MAX` entries). Same answers to rounding either way.
+        when that matrix is small (`maxmin.dense_by_default`). Same answers to rounding either way.
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
@@ -118,10 +126,10 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
             " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`")
     n_resources = network.capacity.shape[0]
     latency = route_latency(network, program)
-    routed = jnp.any(program.route < n_resources, axis=1)
-    floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route, routed))  # only compared
+    everyone = jnp.ones(program.route.shape[0], bool)  # padding items cross nothing: they add no users
+    floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route, everyone))  # only compared
     if dense is None:
-        dense = program.route.shape[0] * n_resources <= DENSE_MAX
+        dense = dense_by_default(program.route.shape[0], n_resources)
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
 
     def unfinished(s: SimState) -> Bool[Array, ""]:

@@ -23,6 +23,11 @@ BLOCK = 64
 DENSE_MAX = 1 << 15
 
 
+def dense_by_default(n_items: int, n_res: int) -> bool:
+    """Whether `run` sums over the incidence matrix when not told (see DENSE_MAX)."""
+    return n_items * n_res <= DENSE_MAX
+
+
 def incidence(route: Int[Array, "N H"], n_res: int, dtype=jnp.float64) -> Float[Array, "N R"]:
     """How many hops of each item cross each resource, as a matrix for `to_resources`."""
     rows = jnp.arange(route.shape[0])[:, None]
@@ -69,7 +74,8 @@ def buffer_sizes(n_items: int) -> list[int]:
     return sizes
 
 
-def rate_floor(capacity: Float[Array, " R"], route: Int[Array, "N H"], active: Bool[Array, " N"]) -> Float[Array, " N"]:
+def rate_floor(capacity: Float[Array, " R"], route: Int[Array, "N H"],
+               active: Bool[Array, " N"]) -> Float[Array, " N"]:
     """A lower bound on each item's max-min rate among `active`: min over its resources of capacity /
     (active items crossing there). An item is the largest user of its bottleneck, which is full."""
     users = to_resources(active.astype(capacity.dtype), route, capacity.shape[0])

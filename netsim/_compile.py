@@ -12,14 +12,14 @@ from .kernels import Network, Program
 
 
 def bucket(n: int, minimum: int, per_octave: int = 1) -> int:
-    """The padded size for n, at least `minimum`: the next of `per_octave` evenly spaced sizes per power of two.
+    """The padded size for n, at least `minimum`: the next of `per_octave` evenly spaced sizes per octave.
 
     per_octave=1 gives powers of two (fewest shapes, fewest compiles, up to 2x padding); 4 gives
     64, 80, 96, 112, 128, 160, ... (at most 25% padding, which every round of the engine pays for).
     """
     n = max(n, minimum)
     step = max(1, (1 << max(n - 1, 0).bit_length()) // (2 * per_octave))
-    return max(minimum, -(-n // step) * step)
+    return -(-n // step) * step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,8 +56,9 @@ def compile_scenario(scenario: Scenario, *, pad_items: int | None = None, pad_ho
                      max_events: int | None = None) -> Compiled:
     """Validates `scenario` and lays it out as padded arrays for the kernels.
 
-    Padding sizes default to buckets of four sizes per power of two (`bucket`); pass them (e.g. the largest of a sweep) to give
-    several scenarios one shape so that they vmap together and share one compile.
+    Padding sizes default to buckets of four sizes per power of two (`bucket`); pass them (e.g. the
+    largest of a sweep) to give several scenarios one shape so that they vmap together and share one
+    compile.
 
     Raises:
         ScenarioError: naming the field and value of the first problem found.

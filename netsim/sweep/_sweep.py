@@ -350,7 +350,7 @@ class _Runner:
         p, r = t.program.after.shape[1], t.network.capacity.shape[0]
         # the event loop's state and the max-min temporaries, float64, with copies for the loop carry
         per_point = 8 * (16 * n * h + 4 * n * p + 48 * n + 16 * r)
-        if self.batched_program and n * r <= kernels.maxmin.DENSE_MAX:
+        if self.batched_program and kernels.maxmin.dense_by_default(n, r):
             per_point += 8 * n * r  # each point's own incidence matrix (see kernels.run's `dense`)
         per_device = int(np.clip(_free_memory(self.devices[0]) // (4 * per_point), 1, MAX_POINTS_PER_DEVICE))
         n_dev = len(self.devices)
