@@ -11,6 +11,7 @@ the ratio, batched per-scenario time, and max-min allocations per second at 4096
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from leafspine import leaf_spine_scenario
 from numpy_baseline import classic_maxmin, numpy_simulate
 
 import netsim
+from netsim.cli import set_cpu_threads
 
 
 def best_of(fn, repeat: int) -> float:
@@ -44,9 +46,14 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="*", default=[1, 64, 1024])
     parser.add_argument("--max-batch-items", type=int, default=1 << 17, help="skip B x F above this")
     parser.add_argument("--baseline-limit", type=int, default=1024, help="largest F run in NumPy")
+    parser.add_argument("--cpu-threads", type=int, help="XLA CPU threads, 0 = one per core (default: XLA's, one "
+                        "per core; `netsim run` uses 1)")
     args = parser.parse_args()
+    if args.cpu_threads is not None:
+        set_cpu_threads(args.cpu_threads)
     flows = args.flows + ([16384, 32768] if args.full else [])
-    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}")
+    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}, XLA CPU "
+          f"threads: {os.environ.get('PJRT_NPROC', 'one per core')}")
     print(f"{'flows':>6} {'links':>6} {'events':>7} {'rounds':>7} {'compile s':>10} {'run s':>9} "
           f"{'numpy s':>9} {'speedup':>8}")
     run = jax.jit(netsim.kernels.run, static_argnames=("max_events", "loop"))

@@ -38,6 +38,7 @@ import numpy as np
 
 import netsim
 from netsim import Flow, Scenario
+from netsim.cli import set_cpu_threads
 from netsim.sweep import LinkBandwidth, Sweep
 from netsim.topology import fat_tree, leaf_spine
 
@@ -195,11 +196,16 @@ def main(argv=None) -> int:
     ap.add_argument("--no-simgrid", action="store_true", help="netsim only")
     ap.add_argument("--skip-small", action="store_true", help="only the fat-tree scale series")
     ap.add_argument("--json", help="write the rows as JSON here")
+    ap.add_argument("--cpu-threads", type=int, help="XLA CPU threads, 0 = one per core (default: XLA's, one per "
+                    "core; `netsim run` uses 1, `netsim sweep` one per core)")
     args = ap.parse_args(argv)
+    if args.cpu_threads is not None:
+        set_cpu_threads(args.cpu_threads)
     use_simgrid = not args.no_simgrid and importlib.util.find_spec("simgrid") is not None
     if not use_simgrid and not args.no_simgrid:
         print("SimGrid is not installed (benchmarks/install_simgrid.sh): netsim times only", file=sys.stderr)
-    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs", flush=True)
+    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs, XLA CPU "
+          f"threads: {os.environ.get('PJRT_NPROC', 'one per core')}", flush=True)
     rows: list[Row] = []
 
     def emit(row: Row) -> None:

@@ -9,6 +9,38 @@ import sys
 
 import jax
 
+# XLA's CPU backend runs large loops on a pool of threads, one per core by default, sized by PJRT_NPROC when
+# it starts. One simulation is a long chain of small ops for which the hand-offs cost more than they save
+# (1.3-1.4x slower on 2 cores than with one thread, benchmarks/RESULTS.md); a sweep's batched ops gain from them.
+CPU_THREADS = {"run": 1}  # per command; the others use one thread per core
+
+
+def set_cpu_threads(n: int) -> None:
+    """Sizes XLA's CPU thread pool: n threads, or one per core for 0. Only takes effect before JAX starts its
+    CPU backend (its first computation or device query), so call it first thing in a script."""
+    if n < 0:
+        raise ValueError(f"cpu threads: must be >= 0 (0 = one per core), got {n}")
+    if n:
+        os.environ["PJRT_NPROC"] = str(n)
+    else:
+        os.environ.pop("PJRT_NPROC", None)
+
+
+def cpu_threads(option: int | None, command: str) -> int:
+    """The thread count for a command: --cpu-threads, else PJRT_NPROC if set, else the command's default."""
+    if option is not None:
+        return option
+    if os.environ.get("PJRT_NPROC", "").isdigit():
+        return int(os.environ["PJRT_NPROC"])
+    return CPU_THREADS.get(command, 0)
+
+
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
+    return n
+
 
 def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
     """Refuses, before any work, an output whose type is unknown or whose folder does not exist."""
@@ -28,8 +60,11 @@ def _run(args: argparse.Namespace) -> int:
     check_output_path(args.out, "--out", (".json", ".h5", ".hdf5"))
     check_output_path(args.trace, "--trace", (".json",))
     scenario = netsim.Scenario.load(args.scenario)
+    backend = jax.default_backend()
+    if backend == "cpu":
+        backend += f", XLA threads: {os.environ.get('PJRT_NPROC', 'one per core')}"
     print(f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
-          f"{len(scenario.tasks)} tasks) on {jax.default_backend()}", file=sys.stderr)
+          f"{len(scenario.tasks)} tasks) on {backend}", file=sys.stderr)
     result = netsim.simulate(scenario, max_events=args.max_events)
     print(result.summary(top=args.top))
     if args.out:
@@ -62,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
         except ModuleNotFoundError as e:
             if e.name != module:
                 raise
+    for name, command in sub.choices.items():
+        default = f"{CPU_THREADS[name]}" if name in CPU_THREADS else "one per core"
+        command.add_argument("--cpu-threads", type=_count, metavar="N",
+                             help=f"XLA CPU threads, 0 = one per core (default: PJRT_NPROC if set, else {default})")
     return parser
 
 
@@ -69,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     import netsim
 
     args = build_parser().parse_args(argv)
+    set_cpu_threads(cpu_threads(args.cpu_threads, args.command))  # before anything starts JAX's backend
     try:
         return args.handler(args)
     except (netsim.ScenarioError, netsim.SimulationError, OSError) as e:

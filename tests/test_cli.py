@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from netsim.cli import cpu_threads
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -21,6 +26,7 @@ def test_run_example(tmp_path):
     p = netsim("run", str(EXAMPLES / "pcie_ring_allreduce.json"), "--out", str(out), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "makespan" in p.stdout and "busiest links" in p.stdout
+    assert "on cpu, XLA threads: 1" in p.stderr  # one simulation: one thread unless told
     data = json.loads(out.read_text())
     assert len(data["flows"]) == 112 and data["makespan"] > 0
 
@@ -48,3 +54,24 @@ def test_bad_output_paths_fail_before_simulating(tmp_path):
 def test_version(tmp_path):
     p = netsim("--version", cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("netsim ")
+
+
+def test_cpu_threads_option_then_environment_then_command_default(monkeypatch):
+    monkeypatch.delenv("PJRT_NPROC", raising=False)
+    assert cpu_threads(None, "run") == 1 and cpu_threads(None, "sweep") == 0 and cpu_threads(3, "run") == 3
+    monkeypatch.setenv("PJRT_NPROC", "2")
+    assert cpu_threads(None, "run") == 2 and cpu_threads(0, "run") == 0
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads by name under /proc")
+@pytest.mark.parametrize("n", [1, 0])
+def test_set_cpu_threads_sizes_xla_pool(n):
+    """The knob is jaxlib's (PJRT_NPROC): this fails if a jaxlib stops reading it."""
+    code = (f"from netsim.cli import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
+            "jnp.ones(3).sum().block_until_ready(); "
+            "print(sum(open(f'/proc/self/task/{t}/comm').read().startswith('tf_XLAEigen') "
+            "for t in os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "NPROC")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) == (n or len(os.sched_getaffinity(0)))
