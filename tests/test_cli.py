@@ -65,13 +65,14 @@ def test_cpu_threads_option_then_environment_then_command_default(monkeypatch):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads by name under /proc")
 @pytest.mark.parametrize("n", [1, 0])
-def test_set_cpu_threads_sizes_xla_pool(n):
+def test_set_cpu_threads_sizes_xla_pool(n, tmp_path):
     """The knob is jaxlib's (PJRT_NPROC): this fails if a jaxlib stops reading it."""
     code = (f"from netsim.cli import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
             "jnp.ones(3).sum().block_until_ready(); "
             "print(sum(open(f'/proc/self/task/{t}/comm').read().startswith('tf_XLAEigen') "
             "for t in os.listdir('/proc/self/task')))")
     env = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "NPROC")}
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, env=env,
+                       cwd=tmp_path)  # the installed package, not the source folder
     assert p.returncode == 0, p.stderr
     assert int(p.stdout) == (n or len(os.sched_getaffinity(0)))
