@@ -11,7 +11,6 @@ the ratio, batched per-scenario time, and max-min allocations per second at 4096
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from leafspine import leaf_spine_scenario
 from numpy_baseline import classic_maxmin, numpy_simulate
 
 import netsim
-from netsim.cli import set_cpu_threads
+from netsim.cli import cpu_threads_label, set_cpu_threads
 
 
 def best_of(fn, repeat: int) -> float:
@@ -53,7 +52,7 @@ def main() -> None:
         set_cpu_threads(args.cpu_threads)
     flows = args.flows + ([16384, 32768] if args.full else [])
     print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}, XLA CPU "
-          f"threads: {os.environ.get('PJRT_NPROC', 'one per core')}")
+          f"threads: {cpu_threads_label()}")
     print(f"{'flows':>6} {'links':>6} {'events':>7} {'rounds':>7} {'compile s':>10} {'run s':>9} "
           f"{'numpy s':>9} {'speedup':>8}")
     run = jax.jit(netsim.kernels.run, static_argnames=("max_events", "loop"))

@@ -38,7 +38,7 @@ import numpy as np
 
 import netsim
 from netsim import Flow, Scenario
-from netsim.cli import set_cpu_threads
+from netsim.cli import cpu_threads_label, set_cpu_threads
 from netsim.sweep import LinkBandwidth, Sweep
 from netsim.topology import fat_tree, leaf_spine
 
@@ -205,7 +205,7 @@ def main(argv=None) -> int:
     if not use_simgrid and not args.no_simgrid:
         print("SimGrid is not installed (benchmarks/install_simgrid.sh): netsim times only", file=sys.stderr)
     print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs, XLA CPU "
-          f"threads: {os.environ.get('PJRT_NPROC', 'one per core')}", flush=True)
+          f"threads: {cpu_threads_label()}", flush=True)
     rows: list[Row] = []
 
     def emit(row: Row) -> None:

@@ -35,11 +35,15 @@ def cpu_threads(option: int | None, command: str) -> int:
     return CPU_THREADS.get(command, 0)
 
 
+def cpu_threads_label() -> str:
+    """XLA's CPU thread pool size as set for this process, for headers."""
+    return os.environ.get("PJRT_NPROC", "one per core")
+
+
 def _count(text: str) -> int:
-    n = int(text)
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
-    return n
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (0 = one per core), got {text!r}")
+    return int(text)
 
 
 def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
@@ -62,7 +66,7 @@ def _run(args: argparse.Namespace) -> int:
     scenario = netsim.Scenario.load(args.scenario)
     backend = jax.default_backend()
     if backend == "cpu":
-        backend += f", XLA threads: {os.environ.get('PJRT_NPROC', 'one per core')}"
+        backend += f", XLA threads: {cpu_threads_label()}"
     print(f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
           f"{len(scenario.tasks)} tasks) on {backend}", file=sys.stderr)
     result = netsim.simulate(scenario, max_events=args.max_events)

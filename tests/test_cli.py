@@ -76,3 +76,9 @@ def test_set_cpu_threads_sizes_xla_pool(n, tmp_path):
                        cwd=tmp_path)  # the installed package, not the source folder
     assert p.returncode == 0, p.stderr
     assert int(p.stdout) == (n or len(os.sched_getaffinity(0)))
+
+
+def test_bad_cpu_threads_is_a_clear_error(tmp_path):
+    p = netsim("run", str(EXAMPLES / "pcie_ring_allreduce.json"), "--cpu-threads", "-1", cwd=tmp_path)
+    assert p.returncode == 2
+    assert "--cpu-threads: must be a whole number >= 0 (0 = one per core), got '-1'" in p.stderr
