@@ -20,12 +20,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netsim import ScenarioError, topology
+from netsim import NetsimError, ScenarioError, topology
 
 __all__ = ["CsvTable", "NcclTable", "P2PMatrix", "TopoTable", "Trace", "TraceError", "read_trace"]
 
 
-class TraceError(ValueError):
+class TraceError(NetsimError, ValueError):
     """A trace file that cannot be read; the message starts with "file:line:"."""
 
 

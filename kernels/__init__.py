@@ -11,6 +11,7 @@ from ._types import Allocation as Allocation
 from ._types import Network as Network
 from ._types import Program as Program
 from ._types import SimState as SimState
+from ._types import Status as Status
 from .engine import route_latency as route_latency
 from .engine import run as run
 from .engine import step as step

@@ -9,11 +9,40 @@ Padding conventions (fixed shapes, so one compile serves many scenarios):
 
 from __future__ import annotations
 
+import enum
+
 import equinox as eqx
 from jaxtyping import Array, Bool, Float, Int
 
-# Bit flags in SimState.status (faults inside jit are data; the public entry raises).
-OK, MAX_EVENTS, STALLED, NONFINITE = 0, 1, 2, 4
+
+class Status(enum.IntFlag):
+    """How a run ended: bit flags, OR-ed together (faults inside jit are data; the public entry raises).
+
+    The engine sets MAX_EVENTS, STALLED and NONFINITE; NOT_BUILT and NOT_RUN are set on the host by
+    batch runners (a point whose scenario could not be built; a row of a results file not run yet).
+    """
+
+    OK = 0
+    MAX_EVENTS = 1
+    STALLED = 2
+    NONFINITE = 4
+    NOT_BUILT = 8
+    NOT_RUN = 16
+
+    def reasons(self, *, events: int | None = None, max_events: int | None = None) -> list[str]:
+        """One sentence per bit set, in bit order."""
+        said = {
+            Status.MAX_EVENTS: f"hit max_events={max_events} after {events} events (raise max_events)",
+            Status.STALLED: "stalled: unfinished items but no future event",
+            Status.NONFINITE: "non-finite values appeared",
+            Status.NOT_BUILT: "its scenario could not be built",
+            Status.NOT_RUN: "not run yet",
+        }
+        return [text for bit, text in said.items() if self & bit]
+
+
+# plain ints of the engine's bits, for use inside traced code (JAX takes int, not IntFlag, as a scalar)
+OK, MAX_EVENTS, STALLED, NONFINITE = (int(s) for s in (Status.OK, Status.MAX_EVENTS, Status.STALLED, Status.NONFINITE))
 
 
 class Network(eqx.Module):

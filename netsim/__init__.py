@@ -5,22 +5,31 @@
     print(result.summary())
 """
 
+import os as _os
+
+# In a source checkout, kernels/ and calibrate/ sit beside this folder (they install inside it, see
+# pyproject's package-dir): look for them there too, so `import netsim` works from the repository root.
+if not _os.path.isdir(_os.path.join(__path__[0], "kernels")):
+    __path__.append(_os.path.dirname(_os.path.abspath(__path__[0])))
+
 from . import kernels as kernels
 from . import topology as topology
 from . import workloads as workloads
 from ._compile import Compiled as Compiled
 from ._compile import compile_scenario as compile_scenario
+from ._errors import NetsimError as NetsimError
+from ._errors import ScenarioError as ScenarioError
+from ._errors import SimulationError as SimulationError
+from ._errors import check_status as check_status
 from ._result import Result as Result
 from ._result import Timing as Timing
 from ._scenario import Flow as Flow
 from ._scenario import Link as Link
 from ._scenario import Scenario as Scenario
-from ._scenario import ScenarioError as ScenarioError
 from ._scenario import Task as Task
-from ._simulate import SimulationError as SimulationError
-from ._simulate import check_status as check_status
 from ._simulate import simulate as simulate
 from ._simulate import stack as stack
+from .kernels import Status as Status
 
 compile = compile_scenario  # netsim.compile(scenario) -> Compiled kernel arrays
 

@@ -14,13 +14,10 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._errors import ScenarioError
 from ._units import parse_quantity
 
 __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "Task"]
-
-
-class ScenarioError(ValueError):
-    """Bad scenario input; the message names the offending field and value."""
 
 
 @dataclasses.dataclass(frozen=True)

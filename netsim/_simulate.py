@@ -10,12 +10,9 @@ import numpy as np
 
 from . import kernels
 from ._compile import Compiled, compile_scenario
+from ._errors import check_status
 from ._result import Result
 from ._scenario import Scenario
-
-
-class SimulationError(RuntimeError):
-    """The engine could not finish the scenario (event bound hit, stall, non-finite values)."""
 
 
 @eqx.filter_jit
@@ -45,20 +42,6 @@ def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None, re
     wall = time.perf_counter() - t0
     check_status(int(state.status), int(state.events), bound)
     return Result.from_state(compiled, state, wall)
-
-
-def check_status(status: int, events: int, bound: int) -> None:
-    """Raises SimulationError explaining the status bits of a finished run."""
-    if status == kernels.OK:
-        return
-    why = []
-    if status & kernels.MAX_EVENTS:
-        why.append(f"hit max_events={bound} after {events} events (raise max_events)")
-    if status & kernels.STALLED:
-        why.append("stalled: unfinished items but no future event")
-    if status & kernels.NONFINITE:
-        why.append("non-finite values appeared")
-    raise SimulationError("simulation did not finish: " + "; ".join(why))
 
 
 def stack(items: list) -> object:

@@ -21,11 +21,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._errors import NetsimError, ScenarioError
 from .._routing import LinkGraph
-from .._scenario import Scenario, ScenarioError
+from .._scenario import Scenario
 
 
-class SweepError(ValueError):
+class SweepError(NetsimError, ValueError):
     """Bad sweep input; the message names the offending field and value."""
 
 

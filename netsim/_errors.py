@@ -1,0 +1,30 @@
+"""netsim's errors: one base class, one subclass per kind of input, and the reading of a run's Status.
+
+Every error netsim raises for bad input or an unfinished simulation is a `NetsimError`; the command line
+catches that one class (exit code 2). Anything else escaping is a bug.
+"""
+
+from __future__ import annotations
+
+from .kernels import Status
+
+
+class NetsimError(Exception):
+    """Base of every error netsim raises on purpose; the message names the field and value at fault."""
+
+
+class ScenarioError(NetsimError, ValueError):
+    """Bad scenario, topology or workload input; the message names the offending field and value."""
+
+
+class SimulationError(NetsimError, RuntimeError):
+    """The engine could not finish the scenario (event bound hit, stall, non-finite values)."""
+
+
+def check_status(status: int, events: int, max_events: int, *, where: str = "simulation") -> None:
+    """Raises SimulationError explaining the Status bits of a finished run; returns if OK."""
+    status = Status(int(status))
+    if status == Status.OK:
+        return
+    reasons = status.reasons(events=int(events), max_events=int(max_events))
+    raise SimulationError(f"{where} did not finish: " + "; ".join(reasons))
