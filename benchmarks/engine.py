@@ -57,7 +57,7 @@ def main() -> None:
           f"{'numpy s':>9} {'speedup':>8}")
     run = jax.jit(netsim.kernels.run, static_argnames=("max_events", "loop"))
     for n in flows:
-        c = netsim.compile(leaf_spine_scenario(n))
+        c = netsim.compile_scenario(leaf_spine_scenario(n))
         t0 = time.perf_counter()
         state = jax.block_until_ready(run(c.network, c.program, max_events=c.max_events))
         first = time.perf_counter() - t0
@@ -76,7 +76,7 @@ def main() -> None:
     print("\nbatched: B scenarios with randomly scaled link bandwidths, one vmap")
     print(f"{'flows':>6} {'B':>6} {'compile s':>10} {'run s':>9} {'per scenario ms':>16}")
     for n in [f for f in flows if f <= 1024]:
-        c = netsim.compile(leaf_spine_scenario(n))
+        c = netsim.compile_scenario(leaf_spine_scenario(n))
         for b in args.batches:
             if b * n > args.max_batch_items:
                 continue
@@ -91,7 +91,7 @@ def main() -> None:
             print(f"{n:>6} {b:>6} {first - steady:>10.2f} {steady:>9.3f} {steady / b * 1e3:>16.3f}", flush=True)
 
     print("\nmax-min allocations at 4096 flows x 2048 links (all flows active)")
-    c = netsim.compile(leaf_spine_scenario(4096))
+    c = netsim.compile_scenario(leaf_spine_scenario(4096))
     cap, route = jnp.asarray(c.network.capacity), jnp.asarray(c.program.route)
     active = jnp.arange(route.shape[0]) < 4096
     alloc = jax.jit(netsim.kernels.maxmin_rates)

@@ -57,7 +57,7 @@ def _t(fn):
     t0 = time.perf_counter(); fn(); return time.perf_counter() - t0
 
 def measure(name, scenario, batch, seed=0):
-    c = netsim.compile(scenario)
+    c = netsim.compile_scenario(scenario)
     rng = np.random.default_rng(seed)
     cap = c.network.capacity[None, :] * rng.uniform(0.5, 2.0, (batch, c.network.capacity.shape[0]))
     lat = np.broadcast_to(c.network.latency, cap.shape).copy()

@@ -55,7 +55,7 @@ EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
 # --- scenarios ----------------------------------------------------------------------------------------
 def routed(scenario: Scenario) -> Scenario:
     """The scenario with every flow's route written out (SimGrid routes per host pair, given)."""
-    routes = netsim.compile(scenario).routes
+    routes = netsim.compile_scenario(scenario).routes
     return dataclasses.replace(scenario, flows=tuple(
         dataclasses.replace(f, route=r) for f, r in zip(scenario.flows, routes, strict=True)))
 
@@ -116,7 +116,7 @@ def max_rel_err(ids, ours: np.ndarray, theirs: dict[str, float]) -> float:
 def run_netsim(scenario: Scenario) -> tuple[netsim.Result, float, float]:
     """(result, steady seconds, one-time jit compile seconds) of one scenario."""
     t0 = time.perf_counter()
-    compiled = netsim.compile(scenario)
+    compiled = netsim.compile_scenario(scenario)
     prep = time.perf_counter() - t0
     fn = jax.jit(functools.partial(netsim.kernels.run, max_events=compiled.max_events))
     with jax.enable_x64(True):

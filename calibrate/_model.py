@@ -25,7 +25,7 @@ import numpy as np
 from jaxtyping import Array, Float, Int
 
 from netsim import ScenarioError, kernels
-from netsim._compile import bucket, compile_scenario
+from netsim._compile import Shape, bucket, compile_scenario
 from netsim._scenario import Flow, Scenario
 from netsim.topology import Topology
 from netsim.workloads.collectives import allgather, allreduce, bus_factor, reducescatter
@@ -312,7 +312,7 @@ class Experiment(eqx.Module):
         pre[:, :n, :p] = np.where(prog.after == n, items, prog.after)  # "no predecessor" is the item count
         grow = lambda x: np.concatenate([x, np.zeros((b, items - n))], axis=1)
         program = kernels.Program(route, grow(prog.size), grow(prog.release), grow(prog.overhead), pre)
-        return dataclasses.replace(self, program=program, max_events=3 * items + 16)
+        return dataclasses.replace(self, program=program, max_events=Shape(items=items).max_events)
 
 
     def relevant(self, params: Params) -> np.ndarray:
@@ -390,11 +390,11 @@ def _lay_out(spec: Spec, topo: Topology, scenarios: Sequence[Scenario]) -> tuple
     hops = max(len(f.route) for s in scenarios for f in s.flows) + extra
     items = max(len(s.flows) for s in scenarios)
     after = max([1] + [len(f.after) for s in scenarios for f in s.flows])
-    shape = dict(pad_items=bucket(items, 2), pad_hops=bucket(hops, 4), pad_after=bucket(after, 1),
-                 pad_resources=bucket(n_links + extra, 8))
+    shape = Shape(items=bucket(items, 2), hops=bucket(hops, 4), after=bucket(after, 1),
+                  resources=bucket(n_links + extra, 8))
     programs = []
     for s in scenarios:
-        c = compile_scenario(s, **shape)
+        c = compile_scenario(s, shape=shape)
         route = np.array(c.program.route)
         for i, path in enumerate(c.routes):
             slot = len(path)
@@ -404,7 +404,8 @@ def _lay_out(spec: Spec, topo: Topology, scenarios: Sequence[Scenario]) -> tuple
                     slot += 1
         p = c.program
         programs.append(kernels.Program(route, p.size, p.release, p.overhead, p.after))
-    resources = shape["pad_resources"]
+    shape = c.shape
+    resources = shape.resources
     cls = np.full(resources, -1, np.int32)
     index = {c: i for i, c in enumerate(spec.link_classes)}
     for j, link in enumerate(topo.links):
@@ -416,7 +417,7 @@ def _lay_out(spec: Spec, topo: Topology, scenarios: Sequence[Scenario]) -> tuple
     shr = np.full(resources, -1, np.int32)
     shr[n_links:n_links + extra] = np.arange(extra)
     program = jax.tree.map(lambda *xs: np.stack(xs), *programs)
-    return program, cls, shr, 3 * shape["pad_items"] + 16
+    return program, cls, shr, shape.max_events
 
 
 def collective_experiment(spec: Spec, topo: Topology, op: str, ranks: Sequence[str], sizes, times, *,

@@ -15,7 +15,14 @@ if not _os.path.isdir(_os.path.join(__path__[0], "kernels")):
 from . import kernels as kernels
 from . import topology as topology
 from . import workloads as workloads
+from ._batch import Batch as Batch
+from ._batch import BatchRun as BatchRun
+from ._batch import batch_axes as batch_axes
+from ._batch import compile_batch as compile_batch
+from ._batch import run_batch as run_batch
+from ._batch import stack as stack
 from ._compile import Compiled as Compiled
+from ._compile import Shape as Shape
 from ._compile import compile_scenario as compile_scenario
 from ._errors import NetsimError as NetsimError
 from ._errors import ScenarioError as ScenarioError
@@ -28,9 +35,6 @@ from ._scenario import Link as Link
 from ._scenario import Scenario as Scenario
 from ._scenario import Task as Task
 from ._simulate import simulate as simulate
-from ._simulate import stack as stack
 from .kernels import Status as Status
-
-compile = compile_scenario  # netsim.compile(scenario) -> Compiled kernel arrays
 
 __version__ = "0.1.0"

@@ -23,12 +23,48 @@ def bucket(n: int, minimum: int, per_octave: int = 1) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
+class Shape:
+    """Padded kernel sizes: items (flows + tasks), hops per route, predecessors per item, resources
+    (links + devices). Scenarios of one shape share one compile and vmap together.
+
+    The event bound is a function of the shape alone: every event finishes an item or lets one start
+    moving bytes, so 2 x items events always suffice (+ slack for the last event's bookkeeping).
+    """
+
+    items: int = 64
+    hops: int = 2
+    after: int = 2
+    resources: int = 8
+
+    @classmethod
+    def holding(cls, items: int, hops: int, after: int, resources: int) -> Shape:
+        """The smallest bucketed shape (four sizes per power of two, see `bucket`) that holds these counts.
+
+        No minimum: `compile_scenario` takes at least `Shape()` unless given a shape, so that one-off
+        scenarios share a few shapes while batches of tiny ones (two-flow copies) stay tiny.
+        """
+        return cls(*(bucket(n, 1, 4) for n in (items, hops, after, resources)))
+
+    def __or__(self, other: Shape) -> Shape:
+        """The smallest shape holding both (elementwise max)."""
+        return Shape(*(max(a, b) for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
+
+    def holds(self, other: Shape) -> bool:
+        return (self | other) == self
+
+    @property
+    def max_events(self) -> int:
+        return 2 * self.items + 16
+
+
+@dataclasses.dataclass(frozen=True)
 class Compiled:
     """A validated scenario as kernel arrays, with the id maps to read results back.
 
-    Items are the flows in scenario order, then the tasks; resources are the links, then the devices.
-    The kernel pytrees hold NumPy float64/int32 arrays: pass them to `netsim.kernels.run` under jit
-    (with x64 enabled), vmap over stacked copies, or differentiate through `network`.
+    Items are the flows in scenario order, then the tasks; resources are the links, then the devices
+    (`flow_slice`, `task_slice`, `link_slice`, `device_slice` cut the kernels' arrays). The kernel pytrees
+    hold NumPy float64/int32 arrays: pass them to `netsim.kernels.run` under jit (with x64 enabled), vmap
+    over stacked copies (`netsim.run_batch`), or differentiate through `network`.
     """
 
     scenario: Scenario
@@ -36,7 +72,11 @@ class Compiled:
     program: Program
     routes: tuple[tuple[str, ...], ...]  # per flow, the route used (given or computed)
     devices: tuple[str, ...]
-    max_events: int
+    shape: Shape
+
+    @property
+    def max_events(self) -> int:
+        return self.shape.max_events
 
     @property
     def n_flows(self) -> int:
@@ -50,21 +90,54 @@ class Compiled:
     def n_links(self) -> int:
         return len(self.scenario.links)
 
+    @property
+    def flow_slice(self) -> slice:
+        return slice(0, self.n_flows)
 
-def compile_scenario(scenario: Scenario, *, pad_items: int | None = None, pad_hops: int | None = None,
-                     pad_after: int | None = None, pad_resources: int | None = None,
-                     max_events: int | None = None) -> Compiled:
+    @property
+    def task_slice(self) -> slice:
+        return slice(self.n_flows, self.n_flows + self.n_tasks)
+
+    @property
+    def link_slice(self) -> slice:
+        return slice(0, self.n_links)
+
+    @property
+    def device_slice(self) -> slice:
+        return slice(self.n_links, self.n_links + len(self.devices))
+
+    def padded(self, shape: Shape) -> Compiled:
+        """The same scenario laid out at a larger `shape` (no validation again: only the arrays grow)."""
+        if shape == self.shape:
+            return self
+        if not shape.holds(self.shape):
+            raise ScenarioError(f"shape: {shape} is smaller than scenario {self.scenario.name!r} needs ({self.shape})")
+        old, net, prog = self.shape, self.network, self.program
+        route = np.full((shape.items, shape.hops), shape.resources, np.int32)
+        route[: old.items, : old.hops] = np.where(prog.route == old.resources, shape.resources, prog.route)
+        after = np.full((shape.items, shape.after), shape.items, np.int32)
+        after[: old.items, : old.after] = np.where(prog.after == old.items, shape.items, prog.after)
+        grow = lambda x, n, fill: np.concatenate([x, np.full(n - x.shape[0], fill, x.dtype)])
+        network = Network(grow(net.capacity, shape.resources, 1.0), grow(net.latency, shape.resources, 0.0))
+        program = Program(route, grow(prog.size, shape.items, 0.0), grow(prog.release, shape.items, 0.0),
+                          grow(prog.overhead, shape.items, 0.0), after)
+        return dataclasses.replace(self, network=network, program=program, shape=shape)
+
+
+def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compiled:
     """Validates `scenario` and lays it out as padded arrays for the kernels.
 
-    Padding sizes default to buckets of four sizes per power of two (`bucket`); pass them (e.g. the
-    largest of a sweep) to give several scenarios one shape so that they vmap together and share one
-    compile.
+    shape: at least this padded shape (e.g. one shared by a sweep, so scenarios vmap together and share
+        one compile); default `Shape()`. The scenario gets the smallest bucketed shape that holds it and
+        this one (`Shape.holding`).
 
     Raises:
         ScenarioError: naming the field and value of the first problem found.
     """
     if not isinstance(scenario, Scenario):
         raise ScenarioError(f"expected a netsim.Scenario, got {type(scenario).__name__}")
+    if shape is not None and not isinstance(shape, Shape):
+        raise ScenarioError(f"shape: expected a netsim.Shape, got {type(shape).__name__}")
     graph = _check_links(scenario)
     if not scenario.flows and not scenario.tasks:
         raise ScenarioError("scenario: empty (no flows and no tasks to simulate)")
@@ -77,13 +150,10 @@ def compile_scenario(scenario: Scenario, *, pad_items: int | None = None, pad_ho
     link_index = {link.id: i for i, link in enumerate(scenario.links)}
     devices = tuple(dict.fromkeys(t.device for t in scenario.tasks))
     n_links, n_items = len(scenario.links), len(index)
-    n_res = n_links + len(devices)
     hops = max([len(r) for r in routes] + [1])
     preds = max([len(x.after) for x in (*scenario.flows, *scenario.tasks)] + [1])
-    R = _padded(pad_resources, n_res, 8, "pad_resources")
-    N = _padded(pad_items, n_items, 64, "pad_items")
-    H = _padded(pad_hops, hops, 2, "pad_hops")
-    P = _padded(pad_after, preds, 2, "pad_after")
+    shape = Shape.holding(n_items, hops, preds, n_links + len(devices)) | (Shape() if shape is None else shape)
+    N, H, P, R = shape.items, shape.hops, shape.after, shape.resources
 
     capacity = np.ones(R)  # padding resources: unused, any positive capacity
     latency = np.zeros(R)
@@ -105,18 +175,8 @@ def compile_scenario(scenario: Scenario, *, pad_items: int | None = None, pad_ho
         size[i], release[i] = task.duration, task.start
     for i, item in enumerate((*scenario.flows, *scenario.tasks)):
         after[i, : len(item.after)] = [index[a] for a in item.after]
-    if max_events is None:
-        max_events = 2 * N + 16  # each item: a first byte and a finish at most; padded N: one bound per shape
     return Compiled(scenario, Network(capacity, latency), Program(route, size, release, overhead, after),
-                    routes, devices, int(max_events))
-
-
-def _padded(given: int | None, need: int, minimum: int, name: str) -> int:
-    if given is None:
-        return bucket(need, minimum, per_octave=4)
-    if given < need:
-        raise ScenarioError(f"{name}={given} is smaller than the scenario needs ({need})")
-    return int(given)
+                    routes, devices, shape)
 
 
 def _check_links(scenario: Scenario) -> LinkGraph:

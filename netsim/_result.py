@@ -14,6 +14,7 @@ import numpy as np
 from ._compile import Compiled
 from ._scenario import write_atomic
 from ._units import format_quantity
+from .kernels import Status
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Result:
     device_busy: np.ndarray  # s with at least one task running
     held: np.ndarray  # [flows, hops] s each flow spent bottlenecked on each hop of its route
     makespan: float
+    status: Status  # OK, or why the run did not finish (simulate(throw=False))
     events: int
     rounds: int  # max-min rounds over all events
     max_rounds: int  # most rounds of one event
@@ -59,24 +61,23 @@ class Result:
     @classmethod
     def from_state(cls, compiled: Compiled, state, wall_time: float) -> Result:
         s = {f.name: np.asarray(getattr(state, f.name)) for f in dataclasses.fields(state)}
-        nf, nt, nl = compiled.n_flows, compiled.n_tasks, compiled.n_links
-        nd = len(compiled.devices)
-        items = slice(0, nf + nt)
-        finish = s["finish"][items]
+        flows, tasks, links = compiled.flow_slice, compiled.task_slice, compiled.link_slice
+        finish = s["finish"][: compiled.n_flows + compiled.n_tasks]
         return cls(
             compiled=compiled,
             flow_ids=tuple(f.id for f in compiled.scenario.flows),
-            flow_start=s["start"][:nf], flow_first_byte=s["first_byte"][:nf], flow_finish=s["finish"][:nf],
+            flow_start=s["start"][flows], flow_first_byte=s["first_byte"][flows], flow_finish=s["finish"][flows],
             task_ids=tuple(t.id for t in compiled.scenario.tasks),
-            task_start=s["start"][nf:nf + nt], task_finish=s["finish"][nf:nf + nt],
+            task_start=s["start"][tasks], task_finish=s["finish"][tasks],
             link_ids=tuple(link.id for link in compiled.scenario.links),
-            link_bytes=s["resource_bytes"][:nl], link_busy=s["resource_busy"][:nl],
-            device_ids=compiled.devices, device_busy=s["resource_busy"][nl:nl + nd],
-            held=s["held"][:nf],
+            link_bytes=s["resource_bytes"][links], link_busy=s["resource_busy"][links],
+            device_ids=compiled.devices, device_busy=s["resource_busy"][compiled.device_slice],
+            held=s["held"][flows],
             makespan=float(finish.max()) if finish.size else 0.0,
-            events=int(s["events"]), rounds=int(s["rounds"]), max_rounds=int(s["max_rounds"]),
+            status=Status(int(s["status"])), events=int(s["events"]), rounds=int(s["rounds"]),
+            max_rounds=int(s["max_rounds"]),
             wall_time=wall_time,
-            trace_time=s["trace_time"][: int(s["events"])], trace_load=s["trace_load"][: int(s["events"]), :nl])
+            trace_time=s["trace_time"][: int(s["events"])], trace_load=s["trace_load"][: int(s["events"]), links])
 
     # --- lookups --------------------------------------------------------------------------------
     @property

@@ -6,7 +6,6 @@ import time
 
 import equinox as eqx
 import jax
-import numpy as np
 
 from . import kernels
 from ._compile import Compiled, compile_scenario
@@ -21,29 +20,30 @@ def _run(network: kernels.Network, program: kernels.Program, max_events: int, re
     return kernels.run(network, program, max_events=max_events, record=record)
 
 
-def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None, record: bool = False) -> Result:
+def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None, record: bool = False,
+             throw: bool = True) -> Result:
     """Simulates a scenario to completion with exact max-min fair sharing.
 
     Args:
-        scenario: a Scenario (validated here, before anything is traced) or the output of netsim.compile.
-        max_events: bound on the event loop; default 2 x padded items + 16, which no valid scenario exceeds.
+        scenario: a Scenario (validated here, before anything is traced) or the output of
+            netsim.compile_scenario.
+        max_events: bound on the event loop; default the shape's (`Shape.max_events`), which no valid
+            scenario exceeds.
         record: keep every event's per-link load, for utilization over time (`Result.link_timeline`);
             memory grows as events x links.
+        throw: raise SimulationError if the run did not finish; with False, return the partial Result
+            (unfinished items have infinite finish times; `Result.status` says why).
 
     Raises:
         ScenarioError: bad input, naming the field and value.
-        SimulationError: the simulation did not finish; never a silent partial result.
+        SimulationError: the simulation did not finish (unless throw=False); never a silent partial result.
     """
-    compiled = scenario if isinstance(scenario, Compiled) else compile_scenario(scenario, max_events=max_events)
+    compiled = scenario if isinstance(scenario, Compiled) else compile_scenario(scenario)
     bound = compiled.max_events if max_events is None else int(max_events)
     t0 = time.perf_counter()
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
         state = jax.device_get(_run(compiled.network, compiled.program, bound, bound if record else 0))
     wall = time.perf_counter() - t0
-    check_status(int(state.status), int(state.events), bound)
+    if throw:
+        check_status(int(state.status), int(state.events), bound)
     return Result.from_state(compiled, state, wall)
-
-
-def stack(items: list) -> object:
-    """Stacks equal-shaped pytrees (e.g. Network or Program of several scenarios) along a new batch axis."""
-    return jax.tree.map(lambda *xs: np.stack(xs), *items)

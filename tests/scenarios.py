@@ -7,7 +7,7 @@ import numpy as np
 
 import netsim
 
-PAD = {"pad_items": 64, "pad_hops": 8, "pad_after": 4, "pad_resources": 64}
+PAD = netsim.Shape(items=64, hops=8, after=4, resources=64)
 
 
 def random_fabric(rng: np.random.Generator, n_nodes: int) -> list[netsim.Link]:

@@ -14,7 +14,7 @@ from netsim import Flow, Link, Scenario
 
 
 def test_vmap_equals_one_by_one():
-    compiled = [netsim.compile(random_scenario(seed), **PAD) for seed in range(6)]
+    compiled = [netsim.compile_scenario(random_scenario(seed), shape=PAD) for seed in range(6)]
     bound = max(c.max_events for c in compiled)
     nets = netsim.stack([c.network for c in compiled])
     progs = netsim.stack([c.program for c in compiled])
@@ -32,7 +32,7 @@ def _fabric():
     links = [Link("a", "x", "y", 10.0, 0.1), Link("b", "y", "z", 4.3, 0.2), Link("c", "z", "w", 7.1, 0.05)]
     flows = [Flow("f1", "x", "y", 10.0), Flow("f2", "x", "z", 11.0), Flow("f3", "y", "w", 9.0, start=0.5),
              Flow("f4", "z", "w", 5.0, after=("f1",))]
-    return netsim.compile(Scenario(links, flows))
+    return netsim.compile_scenario(Scenario(links, flows))
 
 
 def _makespan(compiled, loop):

@@ -25,7 +25,7 @@ def times(result: netsim.Result) -> dict[str, tuple[float, float, float]]:
 @pytest.mark.parametrize("seed", range(12))
 def test_matches_reference_simulator(seed):
     scenario = random_scenario(seed)
-    got = times(netsim.simulate(netsim.compile(scenario, **PAD)))
+    got = times(netsim.simulate(netsim.compile_scenario(scenario, shape=PAD)))
     want = reference_simulate(scenario)
     for key, w in want.items():
         np.testing.assert_allclose(got[key], w, rtol=1e-9, atol=1e-15, err_msg=key)
@@ -34,7 +34,7 @@ def test_matches_reference_simulator(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_conservation_and_causality(seed):
     scenario = random_scenario(100 + seed)
-    result = netsim.simulate(netsim.compile(scenario, **PAD))
+    result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
     # bytes delivered = bytes asked: each link carried exactly the bytes of the flows routed over it
     want = np.zeros(len(scenario.links))
     index = {link.id: i for i, link in enumerate(scenario.links)}
@@ -145,7 +145,7 @@ def test_summary_and_outputs(tmp_path):
 def test_property_random_fabrics_and_workloads(seed, n_nodes, n_flows, n_tasks):
     # One padded shape for every draw: one compile, however many examples hypothesis tries.
     scenario = random_scenario(seed, n_nodes=n_nodes, n_flows=n_flows, n_tasks=n_tasks)
-    result = netsim.simulate(netsim.compile(scenario, **PAD))
+    result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
     got = times(result)
     for key, want in reference_simulate(scenario).items():
         np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-15, err_msg=key)
@@ -169,7 +169,7 @@ def test_utilization_over_time():
 def test_scatter_and_matrix_paths_agree(seed):
     # Small scenarios sum over resources with an incidence matrix, large ones with scatters: both
     # must give the reference's times (and each other's, to rounding).
-    compiled = netsim.compile(random_scenario(200 + seed), **PAD)
+    compiled = netsim.compile_scenario(random_scenario(200 + seed), shape=PAD)
     want = reference_simulate(compiled.scenario)
     finish = {}
     for dense in (False, True):

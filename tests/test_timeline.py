@@ -11,7 +11,7 @@ import netsim
 from netsim import Flow, Link, Scenario, ScenarioError, Task
 from netsim.timeline import critical_path, save_trace, trace_events
 
-PAD = {"pad_items": 64, "pad_hops": 4, "pad_after": 2, "pad_resources": 8, "max_events": 3 * 64 + 16}
+PAD = netsim.Shape(items=64, hops=4, after=2, resources=8)
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def result():
         Flow("f3", "a", "c", 1e6, route=("a->b", "b->c"), start=1.5e-3),
     ]
     tasks = [Task("t1", "gpu0", 1e-3), Task("t2", "gpu0", 2e-3), Task("t3", "gpu1", 2e-3, after=("f3",))]
-    return netsim.simulate(netsim.compile(Scenario(links, flows, tasks, name="small"), **PAD))
+    return netsim.simulate(netsim.compile_scenario(Scenario(links, flows, tasks, name="small"), shape=PAD))
 
 
 def slices(trace):

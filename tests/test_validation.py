@@ -15,7 +15,7 @@ LINKS = [Link("ab", "a", "b", 1e9), Link("bc", "b", "c", 1e9), Link("ba", "b", "
 
 def check(match: str, links=LINKS, flows=(), tasks=(), **kw):
     with pytest.raises(ScenarioError, match=match):
-        netsim.compile(Scenario(links, flows, tasks, **kw))
+        netsim.compile_scenario(Scenario(links, flows, tasks, **kw))
 
 
 def test_empty():

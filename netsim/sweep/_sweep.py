@@ -26,7 +26,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import kernels
-from .._compile import Compiled, compile_scenario
+from .._compile import Compiled, Shape, compile_scenario
 from .._scenario import Scenario, ScenarioError
 from ._axes import ArrayAxis, Axis, FailedLinks, ScenarioAxis, SweepError, match_ids
 from ._progress import Progress
@@ -302,29 +302,19 @@ def _build(base: Scenario, scen_axes: list[Axis], combo: tuple[int, ...]) -> Sce
 
 
 def _compile_padded(scenarios: list[Scenario | None], errors: list[str]) -> list[Compiled | None]:
-    """Compiles each scenario, then recompiles those smaller than the largest so all share one shape."""
-    first: list[Compiled | None] = []
+    """Compiles each scenario, then pads them all to the shape that holds the largest."""
+    built: list[Compiled | None] = []
     for k, sc in enumerate(scenarios):
         try:
-            first.append(None if sc is None else compile_scenario(sc))
+            built.append(None if sc is None else compile_scenario(sc))
         except ScenarioError as e:
-            first.append(None)
+            built.append(None)
             errors[k] = str(e)
-    built = [c for c in first if c is not None]
-    if not built:
-        return first
-    shape = {"pad_items": max(c.program.route.shape[0] for c in built),
-             "pad_hops": max(c.program.route.shape[1] for c in built),
-             "pad_after": max(c.program.after.shape[1] for c in built),
-             "pad_resources": max(c.network.capacity.shape[0] for c in built),
-             "max_events": max(c.max_events for c in built)}
-
-    def fits(c: Compiled) -> bool:
-        return (c.program.route.shape == (shape["pad_items"], shape["pad_hops"])
-                and c.program.after.shape[1] == shape["pad_after"]
-                and c.network.capacity.shape[0] == shape["pad_resources"] and c.max_events == shape["max_events"])
-
-    return [c if c is None or fits(c) else compile_scenario(c.scenario, **shape) for c in first]
+    shapes = [c.shape for c in built if c is not None]
+    if not shapes:
+        return built
+    shape = functools.reduce(Shape.__or__, shapes)
+    return [None if c is None else c.padded(shape) for c in built]
 
 
 class _Runner:
@@ -338,7 +328,7 @@ class _Runner:
         # one scenario: the program is shared by every point (not copied per point)
         self.batched_program = sum(h is not None for h in plan.hosts) > 1
         # the bound of the padded shape (>= every scenario's own): scenarios of one shape share a compile
-        max_events = max(t.max_events, 3 * t.program.route.shape[0] + 16)
+        max_events = t.max_events
         self.in_axes, self.fn, self.shardings = _kernel(
             max_events, "flow_finish" in plan.outputs, any(o.startswith("link") for o in plan.outputs),
             self.batched_program, tuple(devices))

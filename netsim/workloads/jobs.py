@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from .._compile import Shape
 from .._scenario import ScenarioError, Task, check_number
 from ._base import Fabric, Workload, concat
 
@@ -238,20 +239,20 @@ def run_placed(
     placed: Sequence[tuple[Job, Sequence[str], float]],
     *,
     collectives: Collectives | None = None,
-    compile_options: Mapping[str, int] | None = None,
+    shape: Shape | None = None,
 ) -> tuple[dict[str, JobRun], object]:
     """Simulates jobs with fixed placements and start times together on `fabric`.
 
     Args:
         placed: (job, its GPUs in ring order, start time in s) per job.
         collectives: collective builders by kind (default: netsim.workloads.collectives).
-        compile_options: keywords for netsim.compile (pad_items, ..., max_events): one padded shape for
+        shape: at least this padded shape (netsim.Shape): one padded shape for
             many simulations means one JIT compile.
 
     Returns:
         ({job id: JobRun}, the netsim.Result of the joint simulation).
     """
-    from .. import compile, simulate
+    from .. import compile_scenario, simulate
 
     workloads, ends = [], []
     for job, gpus, start in placed:
@@ -259,7 +260,7 @@ def run_placed(
         workloads.append(w)
         ends.append(e)
     scenario = concat(workloads).scenario(fabric, name="jobs")
-    result = simulate(compile(scenario, **compile_options) if compile_options else scenario)
+    result = simulate(compile_scenario(scenario, shape=shape))
     finish = dict(zip(result.flow_ids, map(float, result.flow_finish), strict=True))
     finish.update(zip(result.task_ids, map(float, result.task_finish), strict=True))
     runs = {}
@@ -277,7 +278,7 @@ def colocation(
     partner_gpus: Sequence[str],
     *,
     collectives: Collectives | None = None,
-    compile_options: Mapping[str, int] | None = None,
+    shape: Shape | None = None,
     alone: JobRun | None = None,
     partner_alone: JobRun | None = None,
 ) -> float:
@@ -288,7 +289,7 @@ def colocation(
     the steady co-located throughput that DeepShare's pairwise table reports. `alone` and
     `partner_alone` (isolated runs on the same GPUs) are simulated when not given.
     """
-    opts = {"collectives": collectives, "compile_options": compile_options}
+    opts = {"collectives": collectives, "shape": shape}
     if alone is None:
         alone = run_placed(fabric, [(job, gpus, 0.0)], **opts)[0][job.id]
     if partner_alone is None:
@@ -306,10 +307,10 @@ def colocation_matrix(
     partner_gpus: Sequence[str],
     *,
     collectives: Collectives | None = None,
-    compile_options: Mapping[str, int] | None = None,
+    shape: Shape | None = None,
 ) -> np.ndarray:
     """[i, j] = colocation(jobs[i] on `gpus` next to jobs[j] on `partner_gpus`): DeepShare's pairwise table."""
-    opts = {"collectives": collectives, "compile_options": compile_options}
+    opts = {"collectives": collectives, "shape": shape}
     mine = [run_placed(fabric, [(j, gpus, 0.0)], **opts)[0][j.id] for j in jobs]
     theirs = [run_placed(fabric, [(j, partner_gpus, 0.0)], **opts)[0][j.id] for j in jobs]
     return np.array(
@@ -531,7 +532,7 @@ def run_jobs(
     policy: str = "packed",
     server: Callable[[str], str] | None = None,
     collectives: Collectives | None = None,
-    compile_options: Mapping[str, int] | None = None,
+    shape: Shape | None = None,
 ) -> Schedule:
     """Places and simulates a job trace on a shared fabric.
 
@@ -542,7 +543,7 @@ def run_jobs(
         policy: one of POLICIES (see `_place` for what each does).
         server: GPU -> its server's name; default: the GPU name up to its last "/" ("n3/gpu1" -> "n3").
         collectives: collective builders by kind (default: netsim.workloads.collectives).
-        compile_options: netsim.compile keywords shared by every simulation (see `run_placed`).
+        shape: at least this padded shape for every simulation (see `run_placed`).
 
     Raises:
         ScenarioError: duplicate job ids, a job larger than the cluster, an unknown policy or GPU.
@@ -572,7 +573,7 @@ def run_jobs(
 
     def simulate_placed() -> None:
         nonlocal runs, result, load
-        runs, result = run_placed(fabric, placed, collectives=collectives, compile_options=compile_options)
+        runs, result = run_placed(fabric, placed, collectives=collectives, shape=shape)
         load = _link_load(result, runs, t)
 
     while queue:

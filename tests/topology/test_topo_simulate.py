@@ -13,12 +13,12 @@ from netsim import Flow
 from netsim.topology import bisection_bandwidth, chiplet_mesh, chiplet_torus, pcie_server
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PAD = dict(pad_resources=256, pad_items=256, pad_hops=16, pad_after=2, max_events=2 * 256 + 16)
+PAD = netsim.Shape(items=256, hops=16, after=2, resources=256)
 BW, B = 1e9, 1e6
 
 
 def run(scenario):
-    return netsim.simulate(netsim.compile(scenario, **PAD))
+    return netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
 
 
 def link_load(scenario):

@@ -24,8 +24,8 @@ from netsim.workloads import collectives as coll
 
 B, ALPHA, S = 10e9, 1e-6, 8e6  # B/s, s, bytes
 # one shape for every simulation here (and in test_pathsearch.py): one compile
-PAD = {"pad_items": 512, "pad_hops": 16, "pad_after": 4, "pad_resources": 64}
-EVENTS = 3 * PAD["pad_items"] + 16
+PAD = netsim.Shape(items=512, hops=16, after=4, resources=64)
+EVENTS = PAD.max_events
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -53,7 +53,7 @@ def star_fabric(n, *, bw=B, alpha=ALPHA):
 
 
 def simulate(collective, fabric):
-    compiled = netsim.compile(collective.scenario(fabric), **PAD)
+    compiled = netsim.compile_scenario(collective.scenario(fabric), shape=PAD)
     return netsim.simulate(compiled, max_events=EVENTS)
 
 
@@ -424,7 +424,7 @@ def test_there_are_collective_examples():
 def test_example_loads_and_simulates(path):
     scenario = netsim.Scenario.load(path)
     assert scenario.flows
-    result = netsim.simulate(netsim.compile(scenario, **PAD), max_events=EVENTS)
+    result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD), max_events=EVENTS)
     assert result.makespan > 0
     # the generator writes the closed-form or searched time it expects into the description
     expected = re.search(r"makespan ([0-9.eE+-]+) s", json.loads(path.read_text()).get("description", ""))

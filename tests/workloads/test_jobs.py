@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 PCIE, NIC = 25e9, 12.5e9
 # one padded shape for every simulation here (the examples included): one compile
-PAD = {"pad_items": 1024, "pad_hops": 16, "pad_after": 8, "pad_resources": 128, "max_events": 3 * 1024 + 16}
+PAD = netsim.Shape(items=1024, hops=16, after=8, resources=128)
 
 
 def servers(n: int, per: int) -> Topology:
@@ -61,7 +61,7 @@ def test_isolated_allreduce_job_closed_form():
         (["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"], NIC),
     ):
         per_iteration = compute + ring_time(4, size, bw)
-        run = run_placed(topo, [(job, gpus, 0.5)], compile_options=PAD)[0]["a"]
+        run = run_placed(topo, [(job, gpus, 0.5)], shape=PAD)[0]["a"]
         assert run.start == 0.5
         assert run.iteration_finish == pytest.approx([0.5 + k * per_iteration for k in (1, 2, 3)], rel=1e-12)
         assert run.iteration_time == pytest.approx(per_iteration, rel=1e-12)
@@ -77,7 +77,7 @@ def test_alltoall_and_fsdp_phases_chain_per_rank():
     # fsdp: AllGather then ReduceScatter of S, each (n - 1)/n S / bw on a ring
     expect = {"m": 0.02 + 2 * 0.75 * 4e8 / PCIE, "f": 0.02 + 2 * 0.75 * 4e8 / PCIE}
     for job in (a2a, fsdp):
-        run = run_placed(topo, [(job, gpus, 0.0)], compile_options=PAD)[0][job.id]
+        run = run_placed(topo, [(job, gpus, 0.0)], shape=PAD)[0][job.id]
         assert run.iteration_time == pytest.approx(expect[job.id], rel=1e-12), job.pattern
     w, ends = job_workload(a2a, gpus)
     assert len(ends) == 2 and all(x.start == 0.0 for x in w.flows)
@@ -94,7 +94,7 @@ def test_fifo_head_of_line_blocking_and_utilization():
         Job("b", 0.05, 4, 1, compute=0.2, pattern="none"),
         Job("c", 0.06, 1, 1, compute=0.05, pattern="none"),
     ]
-    sched = run_jobs(topo, jobs, gpus=[f"n0/gpu{g}" for g in range(4)], compile_options=PAD)
+    sched = run_jobs(topo, jobs, gpus=[f"n0/gpu{g}" for g in range(4)], shape=PAD)
     a, b, c = sched.runs
     assert (a.start, a.finish) == pytest.approx((0.0, 0.2))
     assert (b.start, b.finish) == pytest.approx((0.2, 0.4))
@@ -146,7 +146,7 @@ def test_contention_policy_shortens_jobs_on_a_fragmented_cluster():
         Job("j", 0.0, 2, 6, compute=0.02, pattern="allreduce", comm_bytes=2e8),
     ]
     got = {
-        p: run_jobs(topo, jobs, gpus=gpus, policy=p, compile_options=PAD) for p in ("topology", "contention")
+        p: run_jobs(topo, jobs, gpus=gpus, policy=p, shape=PAD) for p in ("topology", "contention")
     }
     j = {p: s.runs[3] for p, s in got.items()}
     assert j["topology"].gpus == ("n1/gpu3", "n2/gpu3")
@@ -172,7 +172,7 @@ def test_colocated_identical_jobs_halve_their_network_share():
         job,
         ["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"],
         ["n0/gpu2", "n0/gpu3", "n1/gpu2", "n1/gpu3"],
-        compile_options=PAD,
+        shape=PAD,
     )
     assert ratio == pytest.approx((c + a) / (c + 2 * a), rel=1e-9)
     # on disjoint servers they share nothing
@@ -183,7 +183,7 @@ def test_colocated_identical_jobs_halve_their_network_share():
         job,
         ["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"],
         ["n2/gpu0", "n2/gpu1", "n3/gpu0", "n3/gpu1"],
-        compile_options=PAD,
+        shape=PAD,
     )
     assert alone == pytest.approx(1.0, rel=1e-12)
 
@@ -220,7 +220,7 @@ def test_communication_heavy_pairs_slow_down_most_as_in_deepshare():
         zoo,
         ["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"],
         ["n0/gpu2", "n0/gpu3", "n1/gpu2", "n1/gpu3"],
-        compile_options=PAD,
+        shape=PAD,
     )
     sim = {(a.model, b.model): model[i, k] for i, a in enumerate(zoo) for k, b in enumerate(zoo)}
     assert np.all(model <= 1.0 + 1e-9) and np.all(model > 0.3)
@@ -276,7 +276,7 @@ def test_there_are_job_examples():
 @pytest.mark.parametrize("path", JOB_EXAMPLES, ids=lambda p: p.name)
 def test_example_simulates(path):
     scenario = netsim.Scenario.load(path)
-    result = netsim.simulate(netsim.compile(scenario, **PAD))
+    result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
     assert result.makespan > 0
     jobs = {t.id.split("/")[0] for t in scenario.tasks}
     assert len(jobs) >= 4  # several jobs share the fabric

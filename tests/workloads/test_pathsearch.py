@@ -20,7 +20,7 @@ from netsim.workloads import collectives as coll
 from netsim.workloads.pathsearch import crossings, search_rings
 
 GB = 1e9
-PAD = {"pad_items": 512, "pad_hops": 16, "pad_after": 4, "pad_resources": 64}  # test_collectives.py's shape
+PAD = netsim.Shape(items=512, hops=16, after=4, resources=64)
 PCIE, SOCKET = 25.8 * GB, 21.9 * GB
 SIZE = 2**26
 
@@ -115,8 +115,8 @@ def test_small_search_finds_the_exhaustive_optimum():
     times = []
     for rest in itertools.permutations(ranks[1:]):
         order = [ranks[0], *rest]
-        compiled = netsim.compile(coll.allreduce(ranks, SIZE, rings=[order]).scenario(topo), **PAD)
-        times.append(netsim.simulate(compiled, max_events=3 * PAD["pad_items"] + 16).makespan)
+        compiled = netsim.compile_scenario(coll.allreduce(ranks, SIZE, rings=[order]).scenario(topo), shape=PAD)
+        times.append(netsim.simulate(compiled, max_events=PAD.max_events).makespan)
     assert found.best[0].time == pytest.approx(min(times), rel=1e-9)
     assert found.default.time == pytest.approx(times[0], rel=1e-9)
     assert min(times) < times[0]  # the default order 0, 1, 2, 3 crosses 4 times: not optimal

@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 IDEAL = 1e30  # B/s: transfers take ~1e-24 s, below float64 resolution at t ~ 1 s
 # one padded shape (and event bound) for every scenario here, so that they share one compile
-PAD = {"pad_items": 256, "pad_hops": 16, "pad_after": 8, "pad_resources": 64, "max_events": 3 * 256 + 16}
+PAD = netsim.Shape(items=256, hops=16, after=8, resources=64)
 
 
 def simulate(scenario):
-    return netsim.simulate(netsim.compile(scenario, **PAD))
+    return netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
 
 
 def chain(n: int, *, bandwidth: float = IDEAL, latency: float = 0.0, prefix: str = "g") -> Topology:
@@ -339,7 +339,7 @@ def test_overlapped_offload_is_faster_in_the_same_direction_as_the_spipe_trace()
     t = {}
     for name in ("serialized", "overlapped"):
         scenario = netsim.Scenario.load(ROOT / "examples" / f"pp_offload_{name}.json")
-        result = netsim.simulate(netsim.compile(scenario, **PAD))
+        result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
         compute = max(result.task(x.id).finish for x in scenario.tasks if x.device.startswith("gpu"))
         t[name] = (result.makespan, compute)
     assert t["serialized"][0] / t["overlapped"][0] > 1.0
@@ -452,6 +452,6 @@ def test_there_are_pipeline_examples():
 @pytest.mark.parametrize("path", PP_EXAMPLES, ids=lambda p: p.name)
 def test_example_simulates(path):
     scenario = netsim.Scenario.load(path)
-    result = netsim.simulate(netsim.compile(scenario, **PAD))
+    result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
     assert result.makespan > 0
     assert {t.device for t in scenario.tasks} >= {"gpu0", "gpu1", "gpu2", "gpu3"} or "dp" in path.name
