@@ -33,6 +33,7 @@ from ._result import Timing as Timing
 from ._scenario import Flow as Flow
 from ._scenario import Link as Link
 from ._scenario import Scenario as Scenario
+from ._scenario import SharedResource as SharedResource
 from ._scenario import Task as Task
 from ._simulate import simulate as simulate
 from .kernels import Status as Status

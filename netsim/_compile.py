@@ -61,8 +61,9 @@ class Shape:
 class Compiled:
     """A validated scenario as kernel arrays, with the id maps to read results back.
 
-    Items are the flows in scenario order, then the tasks; resources are the links, then the devices
-    (`flow_slice`, `task_slice`, `link_slice`, `device_slice` cut the kernels' arrays). The kernel pytrees
+    Items are the flows in scenario order, then the tasks; resources are the links, then the shared
+    resources, then the devices (`flow_slice`, `task_slice`, `link_slice`, `shared_slice`, `device_slice`
+    cut the kernels' arrays). A flow's hops are its route's links, then the shared resources it crosses. The kernel pytrees
     hold NumPy float64/int32 arrays: pass them to `netsim.kernels.run` under jit (with x64 enabled), vmap
     over stacked copies (`netsim.run_batch`), or differentiate through `network`.
     """
@@ -70,9 +71,10 @@ class Compiled:
     scenario: Scenario
     network: Network
     program: Program
-    routes: tuple[tuple[str, ...], ...]  # per flow, the route used (given or computed)
+    routes: tuple[tuple[str, ...], ...]  # per flow, the route used (given or computed): link ids
     devices: tuple[str, ...]
     shape: Shape
+    hops: tuple[tuple[str, ...], ...]  # per flow, the resource id of each hop: its route, then shared resources
 
     @property
     def max_events(self) -> int:
@@ -103,8 +105,13 @@ class Compiled:
         return slice(0, self.n_links)
 
     @property
+    def shared_slice(self) -> slice:
+        return slice(self.n_links, self.n_links + len(self.scenario.shared))
+
+    @property
     def device_slice(self) -> slice:
-        return slice(self.n_links, self.n_links + len(self.devices))
+        start = self.shared_slice.stop
+        return slice(start, start + len(self.devices))
 
     def padded(self, shape: Shape) -> Compiled:
         """The same scenario laid out at a larger `shape` (no validation again: only the arrays grow)."""
@@ -139,6 +146,7 @@ def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compi
     if shape is not None and not isinstance(shape, Shape):
         raise ScenarioError(f"shape: expected a netsim.Shape, got {type(shape).__name__}")
     graph = _check_links(scenario)
+    _check_shared(scenario)
     if not scenario.flows and not scenario.tasks:
         raise ScenarioError("scenario: empty (no flows and no tasks to simulate)")
     check_number(scenario.per_hop_latency, "per_hop_latency")
@@ -147,28 +155,30 @@ def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compi
     _check_tasks(scenario)
     _check_acyclic(scenario, index)
 
-    link_index = {link.id: i for i, link in enumerate(scenario.links)}
+    resources = [link.id for link in scenario.links] + [r.id for r in scenario.shared]
+    resource_index = {rid: i for i, rid in enumerate(resources)}
     devices = tuple(dict.fromkeys(t.device for t in scenario.tasks))
+    hops = tuple(path + tuple(r.id for r in scenario.shared if r.applies(path)) for path in routes)
     n_links, n_items = len(scenario.links), len(index)
-    hops = max([len(r) for r in routes] + [1])
+    n_hops = max([len(h) for h in hops] + [1])
     preds = max([len(x.after) for x in (*scenario.flows, *scenario.tasks)] + [1])
-    shape = Shape.holding(n_items, hops, preds, n_links + len(devices)) | (Shape() if shape is None else shape)
+    shape = Shape.holding(n_items, n_hops, preds, len(resources) + len(devices)) | (Shape() if shape is None else shape)
     N, H, P, R = shape.items, shape.hops, shape.after, shape.resources
 
     capacity = np.ones(R)  # padding resources: unused, any positive capacity
-    latency = np.zeros(R)
-    capacity[:n_links] = [link.bandwidth for link in scenario.links]
+    latency = np.zeros(R)  # shared resources add no latency
+    capacity[: len(resources)] = [link.bandwidth for link in scenario.links] + [r.capacity for r in scenario.shared]
     latency[:n_links] = [link.latency for link in scenario.links]
     route = np.full((N, H), R, np.int32)
     size = np.zeros(N)
     release = np.zeros(N)
     overhead = np.zeros(N)
     after = np.full((N, P), N, np.int32)
-    for i, (flow, path) in enumerate(zip(scenario.flows, routes, strict=True)):
-        route[i, : len(path)] = [link_index[lid] for lid in path]
+    for i, (flow, path, crossed) in enumerate(zip(scenario.flows, routes, hops, strict=True)):
+        route[i, : len(crossed)] = [resource_index[rid] for rid in crossed]
         size[i], release[i] = flow.bytes, flow.start
         overhead[i] = flow.overhead + scenario.per_hop_latency * len(path)
-    device_index = {d: n_links + j for j, d in enumerate(devices)}
+    device_index = {d: len(resources) + j for j, d in enumerate(devices)}
     for j, task in enumerate(scenario.tasks):
         i = len(scenario.flows) + j
         route[i, 0] = device_index[task.device]
@@ -176,7 +186,7 @@ def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compi
     for i, item in enumerate((*scenario.flows, *scenario.tasks)):
         after[i, : len(item.after)] = [index[a] for a in item.after]
     return Compiled(scenario, Network(capacity, latency), Program(route, size, release, overhead, after),
-                    routes, devices, shape)
+                    routes, devices, shape, hops)
 
 
 def _check_links(scenario: Scenario) -> LinkGraph:
@@ -194,6 +204,25 @@ def _check_links(scenario: Scenario) -> LinkGraph:
         check_number(link.bandwidth, f"{where}.bandwidth", positive=True)
         check_number(link.latency, f"{where}.latency")
     return LinkGraph(scenario.links)
+
+
+def _check_shared(scenario: Scenario) -> None:
+    links = {link.id for link in scenario.links}
+    seen: dict[str, str] = {}
+    for i, r in enumerate(scenario.shared):
+        where = f"shared[{i}] (id {r.id!r})"
+        if not isinstance(r.id, str) or not r.id:
+            raise ScenarioError(f"shared[{i}].id: must be a non-empty string, got {r.id!r}")
+        if r.id in links or r.id in seen:
+            raise ScenarioError(f"{where}.id: duplicate resource id (link and shared resource ids share one namespace)")
+        seen[r.id] = where
+        check_number(r.capacity, f"{where}.capacity", positive=True)
+        if not r.links:
+            raise ScenarioError(f"{where}.links: must name at least one link")
+        for name in ("links", "via"):
+            for j, lid in enumerate(getattr(r, name)):
+                if lid not in links:
+                    raise ScenarioError(f"{where}.{name}[{j}]: unknown link id {lid!r}")
 
 
 def _check_ids(scenario: Scenario) -> dict[str, int]:

@@ -46,9 +46,12 @@ class Result:
     link_ids: tuple[str, ...]
     link_bytes: np.ndarray  # bytes carried
     link_busy: np.ndarray  # s with traffic
+    shared_ids: tuple[str, ...]  # the scenario's shared resources (SharedResource)
+    shared_bytes: np.ndarray  # bytes that crossed each
+    shared_busy: np.ndarray  # s with traffic
     device_ids: tuple[str, ...]
     device_busy: np.ndarray  # s with at least one task running
-    held: np.ndarray  # [flows, hops] s each flow spent bottlenecked on each hop of its route
+    held: np.ndarray  # [flows, hops] s each flow spent bottlenecked on each hop (Compiled.hops: route, shared)
     makespan: float
     status: Status  # OK, or why the run did not finish (simulate(throw=False))
     events: int
@@ -71,6 +74,9 @@ class Result:
             task_start=s["start"][tasks], task_finish=s["finish"][tasks],
             link_ids=tuple(link.id for link in compiled.scenario.links),
             link_bytes=s["resource_bytes"][links], link_busy=s["resource_busy"][links],
+            shared_ids=tuple(r.id for r in compiled.scenario.shared),
+            shared_bytes=s["resource_bytes"][compiled.shared_slice],
+            shared_busy=s["resource_busy"][compiled.shared_slice],
             device_ids=compiled.devices, device_busy=s["resource_busy"][compiled.device_slice],
             held=s["held"][flows],
             makespan=float(finish.max()) if finish.size else 0.0,
@@ -89,6 +95,12 @@ class Result:
         """Mean fraction of each link's capacity used over the makespan."""
         span = self.makespan if self.makespan > 0 else 1.0
         return self.link_bytes / (self.link_bandwidth * span)
+
+    @property
+    def shared_utilization(self) -> np.ndarray:
+        """Mean fraction of each shared resource's capacity used over the makespan."""
+        span = self.makespan if self.makespan > 0 else 1.0
+        return self.shared_bytes / (np.array([r.capacity for r in self.compiled.scenario.shared]) * span)
 
     def link_timeline(self) -> tuple[np.ndarray, np.ndarray]:
         """(edges [E + 1] s, utilization [E, links]): utilization is constant between consecutive edges.
@@ -114,23 +126,25 @@ class Result:
         return self.flow(item_id) if item_id in _positions(self.flow_ids) else self.task(item_id)
 
     def bottlenecks(self, flow_id: str) -> dict[str, float]:
-        """Seconds the flow spent held back by each link of its route (links that never held it are left out).
+        """Seconds the flow spent held back by each link of its route or shared resource it crosses (those
+        that never held it are left out).
 
         The flow's time is first_byte - start of latency, then the sum of these values of transfer.
         """
         i = _find(self.flow_ids, flow_id, "flow")
         out: dict[str, float] = {}
-        for hop, lid in enumerate(self.compiled.routes[i]):
+        for hop, rid in enumerate(self.compiled.hops[i]):
             if self.held[i, hop] > 0:
-                out[lid] = out.get(lid, 0.0) + float(self.held[i, hop])
+                out[rid] = out.get(rid, 0.0) + float(self.held[i, hop])
         return out
 
     def link_held(self) -> dict[str, float]:
-        """Flow-seconds of congestion each link caused, summed over all flows: where the fabric hurts."""
+        """Flow-seconds of congestion each link (or shared resource) caused, summed over all flows: where
+        the fabric hurts."""
         out: dict[str, float] = {}
-        for i, route in enumerate(self.compiled.routes):
-            for hop, lid in enumerate(route):
-                out[lid] = out.get(lid, 0.0) + float(self.held[i, hop])
+        for i, hops in enumerate(self.compiled.hops):
+            for hop, rid in enumerate(hops):
+                out[rid] = out.get(rid, 0.0) + float(self.held[i, hop])
         return out
 
     # --- output ---------------------------------------------------------------------------------
@@ -144,9 +158,12 @@ class Result:
         links = [{"id": lid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
                  for lid, b, u, x in zip(self.link_ids, self.link_bytes, self.link_busy,
                                          self.link_utilization, strict=True)]
+        shared = [{"id": rid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
+                  for rid, b, u, x in zip(self.shared_ids, self.shared_bytes, self.shared_busy,
+                                          self.shared_utilization, strict=True)]
         return {"scenario": self.compiled.scenario.name, "makespan": self.makespan, "events": self.events,
                 "rounds": self.rounds, "max_rounds": self.max_rounds, "wall_time": self.wall_time,
-                "flows": flows, "tasks": tasks, "links": links}
+                "flows": flows, "tasks": tasks, "links": links, **({"shared": shared} if shared else {})}
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes JSON, or HDF5 when the name ends in .h5/.hdf5; atomically either way."""
@@ -170,7 +187,9 @@ class Result:
                                                   "finish": self.flow_finish}),
                         ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
                         ("links", self.link_ids, {"bytes": self.link_bytes, "busy": self.link_busy,
-                                                  "utilization": self.link_utilization})):
+                                                  "utilization": self.link_utilization}),
+                        ("shared", self.shared_ids, {"bytes": self.shared_bytes, "busy": self.shared_busy,
+                                                     "utilization": self.shared_utilization})):
                     g = f.create_group(group)
                     g["id"] = np.array(ids, dtype=h5py.string_dtype())
                     for name, col in cols.items():
@@ -209,6 +228,12 @@ class Result:
             for i in order:
                 lines.append(f"{self.link_ids[i][:27]:<28}{format_quantity(self.link_bytes[i], 'bytes'):>12}"
                              f"{format_quantity(self.link_busy[i], 'time'):>12}{util[i]:>8.1%}")
+        if self.shared_ids:
+            util = self.shared_utilization
+            lines += ["", f"{'shared resources':<28}{'bytes':>12}{'busy':>12}{'util':>8}"]
+            for i in np.argsort(-util)[:top]:
+                lines.append(f"{self.shared_ids[i][:27]:<28}{format_quantity(self.shared_bytes[i], 'bytes'):>12}"
+                             f"{format_quantity(self.shared_busy[i], 'time'):>12}{util[i]:>8.1%}")
         if self.task_ids:
             lines += ["", f"{len(self.task_ids)} tasks on {len(self.device_ids)} devices; busiest device "
                       f"{self.device_ids[int(np.argmax(self.device_busy))]} "

@@ -17,7 +17,7 @@ from typing import Any
 from ._errors import ScenarioError
 from ._units import parse_quantity
 
-__all__ = ["Flow", "Link", "Scenario", "ScenarioError", "Task"]
+__all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +63,33 @@ class Task:
 
 
 @dataclasses.dataclass(frozen=True)
+class SharedResource:
+    """A capacity (bytes/s) that flows share although no single link has it: a cable's two-way budget,
+    a host staging engine, a memory controller.
+
+    A flow crosses it when its route crosses any link in `links` and, if `via` is not empty, also one in
+    `via` (e.g. only host-staged copies, which cross a memory link). It adds no latency; in max-min
+    sharing it is one more constraint, reported in results beside the links.
+    """
+
+    id: str
+    capacity: float
+    links: tuple[str, ...]
+    via: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "links", tuple(self.links))
+        object.__setattr__(self, "via", tuple(self.via))
+
+    def applies(self, route: Sequence[str]) -> bool:
+        """Whether a flow with this route (link ids) crosses the resource."""
+        return not set(self.links).isdisjoint(route) and (not self.via or not set(self.via).isdisjoint(route))
+
+
+@dataclasses.dataclass(frozen=True)
 class Scenario:
-    """Links, flows and tasks; `per_hop_latency` (s) is added to every flow for each link it crosses."""
+    """Links, flows and tasks; `per_hop_latency` (s) is added to every flow for each link it crosses;
+    `shared` capacities constrain the flows that cross their links (see SharedResource)."""
 
     links: tuple[Link, ...]
     flows: tuple[Flow, ...] = ()
@@ -72,12 +97,14 @@ class Scenario:
     per_hop_latency: float = 0.0
     name: str = ""
     description: str = ""
+    shared: tuple[SharedResource, ...] = ()
 
     def __post_init__(self):
         # accept lists; store tuples so a scenario is hashable and immutable
         object.__setattr__(self, "links", tuple(self.links))
         object.__setattr__(self, "flows", tuple(self.flows))
         object.__setattr__(self, "tasks", tuple(self.tasks))
+        object.__setattr__(self, "shared", tuple(self.shared))
 
     # --- JSON -----------------------------------------------------------------------------------
     @classmethod
@@ -85,15 +112,16 @@ class Scenario:
         """Reads the JSON structure; numbers may carry units ("25 GB/s", "2 us", "4 MiB")."""
         if not isinstance(data, Mapping):
             raise ScenarioError(f"scenario: expected a JSON object, got {type(data).__name__}")
-        unknown = set(data) - {"links", "flows", "tasks", "per_hop_latency", "name", "description"}
+        unknown = set(data) - {"links", "shared", "flows", "tasks", "per_hop_latency", "name", "description"}
         if unknown:
             raise ScenarioError(f"scenario: unknown top-level field(s) {sorted(unknown)}")
         links = [_read(Link, row, f"links[{i}]") for i, row in enumerate(_rows(data, "links"))]
+        shared = [_read(SharedResource, row, f"shared[{i}]") for i, row in enumerate(_rows(data, "shared"))]
         flows = [_read(Flow, row, f"flows[{i}]") for i, row in enumerate(_rows(data, "flows"))]
         tasks = [_read(Task, row, f"tasks[{i}]") for i, row in enumerate(_rows(data, "tasks"))]
         hop = parse_quantity(data.get("per_hop_latency", 0.0), "time", "per_hop_latency")
         return cls(links, flows, tasks, per_hop_latency=hop, name=str(data.get("name", "")),
-                   description=str(data.get("description", "")))
+                   description=str(data.get("description", "")), shared=shared)
 
     def to_dict(self) -> dict[str, Any]:
         def row(obj):
@@ -104,6 +132,8 @@ class Scenario:
         if self.description:
             out["description"] = self.description
         out["links"] = [row(x) for x in self.links]
+        if self.shared:
+            out["shared"] = [row(x) for x in self.shared]
         out["flows"] = [row(x) for x in self.flows]
         out["tasks"] = [row(x) for x in self.tasks]
         if self.per_hop_latency:
@@ -139,7 +169,7 @@ class Scenario:
         return tuple(seen)
 
 
-_KIND = {"bandwidth": "bandwidth", "latency": "time", "bytes": "bytes", "start": "time",
+_KIND = {"bandwidth": "bandwidth", "capacity": "bandwidth", "latency": "time", "bytes": "bytes", "start": "time",
          "duration": "time", "overhead": "time"}
 
 
@@ -167,7 +197,7 @@ def _read(cls, row: Any, where: str):
         try:
             if name in _KIND:
                 value = parse_quantity(value, _KIND[name], field)
-            elif name in ("route", "after"):
+            elif name in ("route", "after", "links", "via"):
                 if value is not None:
                     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                         raise ScenarioError(f"{field}: expected a list of id strings, got {value!r}")

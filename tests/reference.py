@@ -39,12 +39,16 @@ def reference_simulate(scenario: netsim.Scenario) -> dict[str, tuple[float, floa
     links = {link.id: i for i, link in enumerate(scenario.links)}
     graph = netsim._routing.LinkGraph(scenario.links)
     devices = sorted({t.device for t in scenario.tasks})
-    capacity = [link.bandwidth for link in scenario.links] + [1.0] * len(devices)
+    shared = list(scenario.shared)
+    capacity = [link.bandwidth for link in scenario.links] + [r.capacity for r in shared] + [1.0] * len(devices)
     items, routes, lat, size, release, after = [], [], [], [], [], []
     for f in scenario.flows:
         route = f.route if f.route is not None else graph.shortest_path(f.src, f.dst)
         items.append(f.id)
-        routes.append([links[x] for x in route])
+        # a shared resource constrains a flow whose route meets its links (and its `via` links, if any)
+        crossed = [len(links) + k for k, r in enumerate(shared)
+                   if set(route) & set(r.links) and (not r.via or set(route) & set(r.via))]
+        routes.append([links[x] for x in route] + crossed)
         lat.append(sum(scenario.links[links[x]].latency for x in route)
                    + f.overhead + scenario.per_hop_latency * len(route))
         size.append(f.bytes)
@@ -52,7 +56,7 @@ def reference_simulate(scenario: netsim.Scenario) -> dict[str, tuple[float, floa
         after.append(list(f.after))
     for t in scenario.tasks:
         items.append(t.id)
-        routes.append([len(scenario.links) + devices.index(t.device)])
+        routes.append([len(scenario.links) + len(shared) + devices.index(t.device)])
         lat.append(0.0)
         size.append(t.duration)
         release.append(t.start)

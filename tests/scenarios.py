@@ -26,7 +26,20 @@ def random_fabric(rng: np.random.Generator, n_nodes: int) -> list[netsim.Link]:
     return links
 
 
-def random_scenario(seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int = 8) -> netsim.Scenario:
+def random_shared(rng: np.random.Generator, links: list[netsim.Link]) -> list[netsim.SharedResource]:
+    """Two-way budgets on a few cables, and one resource that only flows crossing two given links meet."""
+    out = []
+    for k, i in enumerate(rng.choice(len(links), 3, replace=False)):
+        link = links[int(i)]
+        back = [x.id for x in links if (x.src, x.dst) == (link.dst, link.src)]
+        out.append(netsim.SharedResource(f"duplex{k}", float(rng.choice([1.5e9, 3e9])), (link.id, *back)))
+    a, b = rng.choice(len(links), 2, replace=False)
+    out.append(netsim.SharedResource("staging", 1e9, (links[int(a)].id,), via=(links[int(b)].id,)))
+    return out
+
+
+def random_scenario(seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int = 8,
+                    shared: bool = False) -> netsim.Scenario:
     rng = np.random.default_rng(seed)
     links = random_fabric(rng, n_nodes)
     ids = []
@@ -46,4 +59,5 @@ def random_scenario(seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int
                                  after=tuple(str(x) for x in after)))
         ids.append(f"t{j}")
     hop = float(rng.choice([0.0, 5e-7]))
-    return netsim.Scenario(links, flows, tasks, per_hop_latency=hop, name=f"random{seed}")
+    return netsim.Scenario(links, flows, tasks, per_hop_latency=hop, name=f"random{seed}",
+                           shared=random_shared(rng, links) if shared else ())

@@ -12,7 +12,7 @@ def public(module) -> set[str]:
 
 def test_top_level_names():
     assert public(netsim) == {
-        "Scenario", "Link", "Flow", "Task", "simulate", "Result", "Timing",  # one scenario
+        "Scenario", "Link", "Flow", "Task", "SharedResource", "simulate", "Result", "Timing",  # one scenario
         "Shape", "Compiled", "compile_scenario", "Batch", "BatchRun", "compile_batch", "run_batch", "batch_axes",
         "stack",  # batches
         "Status", "NetsimError", "ScenarioError", "SimulationError", "check_status",  # one status, one error base
