@@ -1,27 +1,26 @@
-"""Trace readers: every shared trace parses with the right shapes and values read by eye from the files;
+"""Trace readers: every shipped trace parses with the right shapes and values read by eye from the files;
 malformed input raises with file and line; variants seen in the wild parse; HDF5 round trip."""
 
 import dataclasses
 import os
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 from netsim.calibrate import CsvTable, NcclTable, P2PMatrix, TraceError, load_trace, read_trace, save_trace
 
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"shared traces not found at {TRACES}")
+from netsim.data import TRACES as SHIPPED
+from netsim.data import trace_path
+
 GB, US = 1e9, 1e-6
 
 
 def trace(name):
-    return read_trace(TRACES / name)
+    return read_trace(trace_path(name))
 
 
-@needs_traces
-def test_every_shared_file_parses():
-    files = sorted(p for p in TRACES.iterdir() if p.is_file())
+def test_every_shipped_file_parses():
+    files = [trace_path(name) for name in SHIPPED]
     assert len(files) >= 12
     for path in files:
         t = read_trace(path)
@@ -30,7 +29,6 @@ def test_every_shared_file_parses():
             assert t.machine, path.name  # every measured file names its machine
 
 
-@needs_traces
 def test_m01_allreduce():
     t = trace("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt")
     (table,) = t.nccl("all_reduce")
@@ -50,7 +48,6 @@ def test_m01_allreduce():
     assert t.header[0].startswith("# SOURCE:") and "tinygrad" in t.machine
 
 
-@needs_traces
 def test_m01_p2p_matrices():
     on = trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt")
     assert len(on.matrices()) == 9 and all(m.values.shape == (8, 8) for m in on.matrices())
@@ -72,7 +69,6 @@ def test_m01_p2p_matrices():
     np.testing.assert_allclose(off.matrix("latency", p2p=True, clock="cpu").values[6, 0], 20.68 * US)
 
 
-@needs_traces
 def test_topo_blocks_parsed_by_netsim_topology():
     (topo,) = trace("m01_8x4090_2xEPYC7542_topo.txt").topo()
     assert topo.devices == (*(f"GPU{i}" for i in range(8)), *(f"NIC{i}" for i in range(4)))
@@ -87,7 +83,6 @@ def test_topo_blocks_parsed_by_netsim_topology():
     assert tabs.matrix.kind("GPU0", "GPU1") == "NV12" and tabs.matrix.cpu_affinity["GPU3"] == "72-95"
 
 
-@needs_traces
 def test_m02_matrix_then_allreduce():
     t = trace("m02_4x4090_pptest_p2p_allreduce.txt")
     assert [type(x) for x in t.tables] == [P2PMatrix, NcclTable]
@@ -100,7 +95,6 @@ def test_m02_matrix_then_allreduce():
     assert "all_reduce_perf -b 1024" in table.title
 
 
-@needs_traces
 def test_m05_four_tables_with_their_commands():
     tables = trace("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt").nccl()
     assert [t.n_gpus for t in tables] == [2, 4, 2, 4]
@@ -111,7 +105,6 @@ def test_m05_four_tables_with_their_commands():
     np.testing.assert_allclose([t.avg_busbw for t in tables], np.array([47.4509, 1.40216, 3.85845, 222.066]) * GB)
 
 
-@needs_traces
 def test_m08_tabs_topo_and_matrices():
     t = trace("m08_4xA100PCIe_nvlinkpairs_p2p.txt")
     assert [type(x).__name__ for x in t.tables[:2]] == ["TopoTable", "P2PMatrix"]
@@ -122,7 +115,6 @@ def test_m08_tabs_topo_and_matrices():
     np.testing.assert_allclose(t.matrix("latency", p2p=True, clock="cpu").values[2, 3], 1.63 * US)
 
 
-@needs_traces
 def test_m09_partial_test_output():
     t = trace("m09_8xTITANRTX_lambda_p2p.txt")
     kinds = [(m.kind, m.p2p, m.clock) for m in t.matrices()]
@@ -132,7 +124,6 @@ def test_m09_partial_test_output():
     np.testing.assert_allclose(t.matrix("latency").values[0, 1], 25.52 * US)
 
 
-@needs_traces
 def test_csv_files():
     (links,) = trace("chiplet_and_scaleup_links.csv").tables
     assert isinstance(links, CsvTable) and links.columns[3] == "value_GBps" and len(links.rows) == 24
@@ -184,7 +175,7 @@ def test_mpi_tagged_lines_and_crlf(tmp_path):
 # --- malformed input ------------------------------------------------------------------------------
 
 def _edit(tmp_path, name, old, new, count=1):
-    text = (TRACES / name).read_text()
+    text = trace_path(name).read_text()
     assert old in text
     lineno = text[: text.index(old)].count("\n") + 1
     path = tmp_path / name
@@ -197,7 +188,6 @@ P2P_ON = "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"
 ROW = "     1048576        262144     float     sum      -1    216.1    4.85    8.49      0    217.2    4.83    8.45      0"
 
 
-@needs_traces
 @pytest.mark.parametrize(("name", "old", "new", "message"), [
     (ALLREDUCE, ROW, ROW[:60], "row has 6 columns"),  # cut inside a number: "216."
     (ALLREDUCE, ROW, ROW.replace("216.1", "21x.1"), "time \\(out-of-place\\): cannot read '21x.1'"),
@@ -218,9 +208,8 @@ def test_malformed_raises_with_file_and_line(tmp_path, name, old, new, message):
         read_trace(path)
 
 
-@needs_traces
 def test_file_cut_inside_a_matrix(tmp_path):
-    lines = (TRACES / P2P_ON).read_text().splitlines()
+    lines = trace_path(P2P_ON).read_text().splitlines()
     path = tmp_path / "cut.txt"
     path.write_text("\n".join(lines[:30]))  # ends after row 3 of the P2P=Enabled unidirectional matrix
     with pytest.raises(TraceError, match=r"^cut\.txt:30: matrix ends after 4 of 8 rows"):
@@ -256,18 +245,16 @@ def _assert_same(a, b):
                 assert type(u) is type(v) and (u == v or (u != u and v != v)), (field.name, u, v)
 
 
-@needs_traces
 def test_hdf5_round_trip_every_file(tmp_path):
-    for path in sorted(TRACES.iterdir()):
+    for path in map(trace_path, SHIPPED):
         original = read_trace(path)
         save_trace(original, tmp_path / "t.h5")
         _assert_same(original, load_trace(tmp_path / "t.h5"))
     assert os.listdir(tmp_path) == ["t.h5"]  # no temporary files left behind
 
 
-@needs_traces
 def test_hdf5_write_is_atomic(tmp_path):
-    good = read_trace(TRACES / ALLREDUCE)
+    good = read_trace(trace_path(ALLREDUCE))
     save_trace(good, tmp_path / "t.h5")
     broken = dataclasses.replace(good, tables=(*good.tables, dataclasses.replace(good.tables[0], title=object())))
     with pytest.raises(TypeError):
