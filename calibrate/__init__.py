@@ -37,8 +37,11 @@ from ._model import staging_engines as staging_engines
 from ._store import load_trace as load_trace
 from ._store import save_trace as save_trace
 from ._traces import CsvTable as CsvTable
+from ._traces import NcclDevice as NcclDevice
 from ._traces import NcclTable as NcclTable
 from ._traces import P2PMatrix as P2PMatrix
+from ._traces import RocmMatrix as RocmMatrix
+from ._traces import RocmNuma as RocmNuma
 from ._traces import TopoTable as TopoTable
 from ._traces import Trace as Trace
 from ._traces import TraceError as TraceError

@@ -3,7 +3,8 @@
 Layout: root attributes `format`, `source`, `machine`, `header` (the comment lines, joined by newlines);
 one group per table, `tables/<index>`, with attribute `type` (the table class) and one dataset or
 attribute per field. Arrays are datasets, strings and numbers are attributes, tuples of strings are
-string datasets.
+string datasets, dicts (NcclTable.env) are (n, 2) string datasets of name and value, and NcclTable.devices
+is an (n, 7) string dataset. A field missing from an older file takes its default.
 """
 
 from __future__ import annotations
@@ -15,12 +16,22 @@ import tempfile
 import h5py
 import numpy as np
 
-from ._traces import CsvTable, NcclTable, P2PMatrix, TopoTable, Trace, TraceError
+from ._traces import (
+    CsvTable,
+    NcclDevice,
+    NcclTable,
+    P2PMatrix,
+    RocmMatrix,
+    RocmNuma,
+    TopoTable,
+    Trace,
+    TraceError,
+)
 
 __all__ = ["load_trace", "save_trace"]
 
 FORMAT = "netsim.trace/1"
-_TYPES = {cls.__name__: cls for cls in (NcclTable, P2PMatrix, TopoTable, CsvTable)}
+_TYPES = {cls.__name__: cls for cls in (NcclTable, P2PMatrix, TopoTable, RocmMatrix, RocmNuma, CsvTable)}
 _NONE = "__none__"  # P2PMatrix.p2p is None for the connectivity matrix; HDF5 attributes have no None
 
 
@@ -70,7 +81,8 @@ def load_trace(path: str | os.PathLike) -> Trace:
                 cls = _TYPES.get(str(g.attrs.get("type")))
                 if cls is None:
                     raise TraceError(f"{name}: tables/{key}: unknown table type {g.attrs.get('type')!r}")
-                values = {fd.name: _get(g, fd.name, fd.type) for fd in dataclasses.fields(cls)}
+                values = {fd.name: _get(g, fd.name, fd.type) for fd in dataclasses.fields(cls)
+                          if fd.name in g or fd.name in g.attrs or not _has_default(fd)}
                 tables.append(cls(**values))
             return Trace(str(f.attrs["source"]), header, str(f.attrs["machine"]), tuple(tables))
     except OSError as e:
@@ -79,8 +91,18 @@ def load_trace(path: str | os.PathLike) -> Trace:
         raise TraceError(f"{name}: missing {e} in the trace file") from None
 
 
+def _has_default(fd: dataclasses.Field) -> bool:
+    return fd.default is not dataclasses.MISSING or fd.default_factory is not dataclasses.MISSING
+
+
 def _put(g: h5py.Group, name: str, value) -> None:
-    if isinstance(value, np.ndarray):
+    if isinstance(value, dict):
+        cells = np.asarray(list(value.items()), dtype=object).reshape(len(value), 2)
+        g.create_dataset(name, data=cells, dtype=h5py.string_dtype())
+    elif isinstance(value, tuple) and value and isinstance(value[0], NcclDevice):
+        cells = np.asarray([[str(x) for x in d] for d in value], dtype=object)
+        g.create_dataset(name, data=cells, dtype=h5py.string_dtype())
+    elif isinstance(value, np.ndarray):
         g.create_dataset(name, data=value)
     elif isinstance(value, tuple):  # of strings, or (CsvTable.rows) of tuples of strings
         cells = np.asarray(value, dtype=object).reshape(len(value), -1) if value and isinstance(value[0], tuple) \
@@ -97,6 +119,12 @@ def _get(g: h5py.Group, name: str, annotation: str):
             return None
         return value.item() if isinstance(value, np.generic) else str(value)
     data = g[name]
+    if annotation.startswith("dict"):
+        return {str(k): str(v) for k, v in data.asstr()[()]}
+    if annotation.startswith("tuple[NcclDevice"):
+        types = [int if f in ("rank", "group", "pid", "device") else str for f in NcclDevice._fields]
+        return tuple(NcclDevice(*(f(c) for f, c in zip(types, row, strict=True)))
+                     for row in data.asstr()[()].reshape(-1, len(types)))
     if annotation.startswith("tuple[tuple"):
         return tuple(tuple(str(c) for c in row) for row in data.asstr()[()])
     if annotation.startswith("tuple"):

@@ -1,4 +1,4 @@
-"""Named, fitted parameter sets, each citing the traces it came from (files in shared/traces/).
+"""Named, fitted parameter sets, each citing the traces it came from (files in netsim/data/traces/).
 
 A preset is JSON-able: the topology preset it applies to (`netsim.topology.preset`), the fitted
 values (`Params.to_values`), the sources, the command that produced it and the fit's errors.

@@ -1,7 +1,7 @@
 """Writes examples/pp_*.json (pipeline-parallel training) and examples/jobs_*.json (job traces on a cluster).
 
     python examples/make_workload_examples.py            # rewrite the files and print what each shows
-    python examples/make_workload_examples.py --report   # also compare with the measured traces in shared/
+    python examples/make_workload_examples.py --report   # also compare with the measured traces in netsim/data/traces/
 
 Every file is a plain scenario: `netsim run examples/pp_1f1b.json --trace pp_1f1b.trace.json` simulates it
 and writes a Perfetto timeline. The numbers quoted in docs/pipelines.md and docs/jobs.md come from --report.
@@ -18,12 +18,12 @@ import numpy as np
 
 import netsim
 from netsim._scenario import write_atomic
+from netsim.data import trace_path
 from netsim.topology import cluster, leaf_spine, pcie_server
 from netsim.workloads.jobs import MODELS, Job, colocation_matrix, run_jobs
 from netsim.workloads.pipeline import Offload, TransformerStage, pipeline
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / "shared" / "traces"  # shared/ sits beside the repository
 
 # A 6.7B-parameter-like model (32 layers, h = 4096) on 4 stages of 8 layers; A100-class sustained FLOP/s.
 GPT = TransformerStage(hidden=4096, seq_len=2048, micro_batch=1, layers=8)
@@ -186,7 +186,7 @@ def write() -> None:
 def report() -> None:
     from netsim.calibrate import read_trace
 
-    (spipe,) = read_trace(SHARED / "train_spipe_expected.csv").tables
+    (spipe,) = read_trace(trace_path("train_spipe_expected.csv")).tables
     rows = [dict(zip(spipe.columns, r, strict=True)) for r in spipe.rows]
     measured = {
         r["name"]: r for r in rows if (r["cluster"], r["model_size"], r["seq"], r["nnode"]) == SPIPE_ROW
@@ -218,7 +218,7 @@ def report() -> None:
         f"median {np.median(ratios):.3f}, max {max(ratios):.3f}"
     )
 
-    (table,) = read_trace(SHARED / "sched_deepshare_shared_thp_ratio.csv").tables
+    (table,) = read_trace(trace_path("sched_deepshare_shared_thp_ratio.csv")).tables
     names = list(MODELS)
     cols = {c: k for k, c in enumerate(table.columns)}
     index = {r[0]: r for r in table.rows}
@@ -243,7 +243,7 @@ def report() -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--report", action="store_true", help="compare with shared/traces and print the numbers"
+        "--report", action="store_true", help="compare with netsim/data/traces and print the numbers"
     )
     args = parser.parse_args()
     write()

@@ -4,7 +4,7 @@ Node names: compute dies "xcd{i}" (row-major, i = r * cols + c) or "gcd{i}", IO 
 stacks "hbm{i}", and "host", the package's host-interface port (kind "port"), which composition maps
 onto the server's GPU node. Memory traffic (die -> HBM) and die-to-die traffic share the mesh links.
 
-Figures marked "csv row" come from shared/traces/chiplet_and_scaleup_links.csv (row = product,
+Figures marked "csv row" come from netsim/data/traces/chiplet_and_scaleup_links.csv (row = product,
 endpoint_a, endpoint_b). Figures marked "assumed" have no measured or vendor row there; they are
 round numbers of the right order that callers should override when they know better.
 """

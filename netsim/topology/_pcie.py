@@ -15,7 +15,7 @@ NODE (two host bridges of one NUMA node), SYS (NUMA nodes or sockets), NV# (NVLi
 copy between two devices that are not NVLink-bridged is host-staged: it goes to the DRAM of the source's
 NUMA node and back out, crossing the memory links (`route(a, b) == route(a, mem) + route(mem, b)`).
 
-Default figures, per direction (B/s), from shared/traces/:
+Default figures, per direction (B/s), from netsim/data/traces/:
     pcie_bandwidth   25.8 GB/s  m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt: RTX 4090 P2P writes
                                 between GPUs of one socket (PCIe Gen4 x16), mean 25.79 (25.51-26.01)
     socket_bandwidth 21.9 GB/s  same file, GPUs on different sockets, mean 21.95 (20.57-22.53); one

@@ -1,7 +1,7 @@
 """Named presets: chiplet packages and PCIe servers shaped like real machines, with cited figures.
 
 `preset(name, **overrides)` builds one; keyword overrides go to the underlying builder. Bandwidths are
-per direction. Files cited are in shared/traces/.
+per direction. Files cited are in netsim/data/traces/.
 """
 
 from __future__ import annotations

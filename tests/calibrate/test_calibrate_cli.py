@@ -2,15 +2,12 @@
 
 import argparse
 import json
-from pathlib import Path
 
 import pytest
 from netsim.calibrate import presets
 
 from netsim._calibrate_cli import register
-
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"shared traces not found at {TRACES}")
+from netsim.data import trace_path
 
 
 def run(argv):
@@ -41,11 +38,10 @@ def test_malformed_trace_names_file_and_line(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@needs_traces
 def test_end_to_end_with_a_topo_file(tmp_path, capsys):
     out, png = tmp_path / "params.json", tmp_path / "fit.png"
-    rc = run([str(TRACES / "m02_4x4090_pptest_p2p_allreduce.txt"), "--topology",
-              str(TRACES / "m01_8x4090_2xEPYC7542_topo.txt"), "--out", str(out), "--plot", str(png),
+    rc = run([str(trace_path("m02_4x4090_pptest_p2p_allreduce.txt")), "--topology",
+              str(trace_path("m01_8x4090_2xEPYC7542_topo.txt")), "--out", str(out), "--plot", str(png),
               "--steps", "5", "--quiet"])
     assert rc == 0
     text = capsys.readouterr().out

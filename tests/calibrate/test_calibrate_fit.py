@@ -2,7 +2,6 @@
 a perturbed start, the regime blend, presets, and (slow) the real m01 tables against alpha-beta."""
 
 import json
-from pathlib import Path
 
 import equinox as eqx
 import jax
@@ -31,10 +30,9 @@ from netsim.calibrate import (
 from netsim.calibrate._model import P2P_COPY_BYTES, regime_weights
 
 from netsim import ScenarioError
+from netsim.data import trace_path
 from netsim.topology import Topology, cable, preset
 
-TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"shared traces not found at {TRACES}")
 GB = 1e9
 
 
@@ -172,7 +170,6 @@ def test_alpha_beta_fit_recovers_exact_model():
     assert alpha == pytest.approx(40e-6, rel=1e-9) and beta == pytest.approx(12e9, rel=1e-9)
 
 
-@needs_traces
 def test_experiments_from_real_traces():
     """Routes and flags of the m01 tables (host side, no simulation)."""
     topo, staged = preset("rtx4090-8x-epyc7542"), preset("rtx4090-8x-epyc7542", p2p=False)
@@ -180,16 +177,16 @@ def test_experiments_from_real_traces():
 
     spec = Spec.for_topology(topo, shared=pcie_shared(topo))
     assert set(spec.link_classes) == {"memory", "numa", "socket", "pcie"} and len(spec.shared) == 9
-    off = read_trace(TRACES / "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt")
+    off = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt"))
     exps = experiments_from_trace(off, spec, topo, staged=staged)
     # connectivity is 0 everywhere (stock driver): even the "P2P=Enabled" matrices are host-staged
     assert [e.kind for e in exps] == ["unidirectional"] * 2 + ["bidirectional"] * 2 + ["latency"] * 2
     assert all(np.all(np.asarray(e.staged) == 1) for e in exps)
-    on = read_trace(TRACES / "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt")
+    on = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))
     direct = [e for e in experiments_from_trace(on, spec, topo, staged=staged) if "P2P on" in e.name]
     assert len(direct) == 3 and all(np.all(np.asarray(e.staged) == 0) for e in direct)
     assert len(experiments_from_trace(on, spec, topo)) == 3  # without a staged topology P2P=Disabled is skipped
-    m05 = read_trace(TRACES / "m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt")
+    m05 = read_trace(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt"))
     a40 = preset("a40-8x-nv4")
     colls = experiments_from_trace(m05, Spec.for_topology(a40), a40, kinds=("collective",))
     assert [e.n_ranks for e in colls] == [2, 4, 2, 4]
@@ -204,9 +201,7 @@ def test_presets_load_and_cite_their_traces():
     values = params.to_values(spec)
     ref = presets.PRESETS["rtx4090-8x-epyc7542"]
     assert values["link_classes"]["pcie"]["bandwidth"] == pytest.approx(ref["link_classes"]["pcie"]["bandwidth"])
-    assert all((TRACES / s).name == s for s in ref["sources"]) and json.dumps(ref)
-    if TRACES.is_dir():
-        assert all((TRACES / s).is_file() for s in ref["sources"])
+    assert all(trace_path(s).is_file() for s in ref["sources"]) and json.dumps(ref)
     with pytest.raises(ScenarioError, match="unknown 'nope'"):
         presets.load("nope")
 
@@ -214,13 +209,12 @@ def test_presets_load_and_cite_their_traces():
 # --- the real machine ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@needs_traces
 def test_m01_allreduce_fit_beats_alpha_beta(tmp_path):
     """m01 (8 x RTX 4090): busbw over 8 B .. 128 MiB within 5 % mean / 15 % max after the fit, where the
     plain alpha-beta fit is off by ~16 % mean / ~70 % max at mid sizes."""
     topo, staged = preset("rtx4090-8x-epyc7542"), preset("rtx4090-8x-epyc7542", p2p=False)
-    traces = [read_trace(TRACES / "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"),
-              read_trace(TRACES / "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt")]
+    traces = [read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt")),
+              read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))]
     cal = calibrate(traces, topo, staged=staged, steps=400, learning_rate=0.02, patience=40, progress=None)
     (ar,) = [e for e in cal.report.experiments if e.quantity == "busbw"]
     assert ar.labels[0] == 8 and ar.labels[-1] == 2**27
@@ -237,11 +231,10 @@ def test_m01_allreduce_fit_beats_alpha_beta(tmp_path):
 
 
 @pytest.mark.slow
-@needs_traces
 def test_preset_reproduces_its_fit():
     """The stored preset, simulated again, has the errors it records (the code and the preset agree)."""
     topo, spec, params = presets.load("rtx4090-8x-epyc7542")
-    ar = read_trace(TRACES / "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt")
+    ar = read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
     (rep,) = report(params, experiments_from_trace(ar, spec, topo)).experiments
     recorded = presets.PRESETS["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]
     assert rep.mean_error == pytest.approx(recorded["mean_error"], abs=2e-3)

@@ -1,12 +1,13 @@
-"""`nvidia-smi topo -m`: every real matrix in shared/traces parses, rebuilds into a server whose path classes
+"""`nvidia-smi topo -m`: every real matrix in the shipped traces parses, rebuilds into a server whose path classes
 reproduce the matrix cell for cell, with the expected socket/NUMA grouping; malformed input names its line."""
 
 import re
 
 import pytest
-from topo_helpers import node_path, traces_or_skip
+from topo_helpers import node_path
 
 from netsim import ScenarioError
+from netsim.data import TRACES, trace_path
 from netsim.topology import parse_nvidia_smi_topo, path_kind, pcie_server_from_topo, preset, server_plan
 
 HEADER = re.compile(r"^\W*GPU0\s+GPU1\b", re.MULTILINE)
@@ -17,8 +18,8 @@ def name(device):
 
 
 def real_matrices():
-    folder = traces_or_skip()
-    return {p.name: p.read_text() for p in sorted(folder.glob("m0*_*.txt")) if HEADER.search(p.read_text())}
+    texts = {n: trace_path(n).read_text() for n in TRACES if n.startswith("m0") and n.endswith(".txt")}
+    return {n: t for n, t in texts.items() if HEADER.search(t)}
 
 
 def socket_of(topo, device):
@@ -43,7 +44,7 @@ def test_every_real_matrix_parses_and_round_trips():
 
 
 def test_m01_grouping_sockets_numa_and_nics():
-    text = (traces_or_skip() / "m01_8x4090_2xEPYC7542_topo.txt").read_text()
+    text = trace_path("m01_8x4090_2xEPYC7542_topo.txt").read_text()
     matrix = parse_nvidia_smi_topo(text)
     assert matrix.gpus == tuple(f"GPU{i}" for i in range(8))
     assert [matrix.numa_affinity[f"GPU{i}"] for i in range(8)] == [3, 2, 1, 0, 7, 6, 5, 4]
@@ -60,7 +61,7 @@ def test_m01_grouping_sockets_numa_and_nics():
 
 
 def test_m05_groups_inferred_without_affinity_columns():
-    text = (traces_or_skip() / "m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt").read_text()
+    text = trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt").read_text()
     matrix = parse_nvidia_smi_topo(text)  # quoted with "#", columns elided with "..."
     assert all(v is None for v in matrix.numa_affinity.values())
     topo = pcie_server_from_topo(matrix)
@@ -71,7 +72,7 @@ def test_m05_groups_inferred_without_affinity_columns():
 
 
 def test_m08_one_numa_node_per_gpu_and_nv12_pairs():
-    matrix = parse_nvidia_smi_topo((traces_or_skip() / "m08_4xA100PCIe_nvlinkpairs_p2p.txt").read_text())
+    matrix = parse_nvidia_smi_topo(trace_path("m08_4xA100PCIe_nvlinkpairs_p2p.txt").read_text())
     assert [matrix.numa_affinity[g] for g in matrix.gpus] == [0, 1, 2, 3]
     assert matrix.kind("GPU0", "GPU1") == "NV12" and matrix.kind("GPU1", "GPU2") == "SYS"
     topo = pcie_server_from_topo(matrix)

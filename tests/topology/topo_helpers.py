@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
-
-import pytest
 
 from netsim._routing import LinkGraph
 from netsim.topology import Topology
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"  # tests/topology/ -> repo -> beside it
-TRACES = SHARED / "traces"
-
-
-def traces_or_skip() -> Path:
-    if not TRACES.is_dir():
-        pytest.skip(f"shared traces not found at {TRACES} (CI keeps shared/ beside the repository)")
-    return TRACES
 
 
 def assert_valid_routes(topo: Topology, pairs=None) -> None:

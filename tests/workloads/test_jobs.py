@@ -23,7 +23,6 @@ from netsim.workloads.jobs import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 PCIE, NIC = 25e9, 12.5e9
 # one padded shape for every simulation here (the examples included): one compile
 PAD = netsim.Shape(items=1024, hops=16, after=8, resources=128)
@@ -191,10 +190,9 @@ def test_colocated_identical_jobs_halve_their_network_share():
 def deepshare_table():
     from netsim.calibrate import read_trace
 
-    path = SHARED / "traces" / "sched_deepshare_shared_thp_ratio.csv"
-    if not path.exists():
-        pytest.skip(f"shared traces not found beside the repo ({path.parent})")
-    (table,) = read_trace(path).tables
+    from netsim.data import trace_path
+
+    (table,) = read_trace(trace_path("sched_deepshare_shared_thp_ratio.csv")).tables
     index = {row[0]: row for row in table.rows}
     cols = {c: k for k, c in enumerate(table.columns)}
     return lambda a, b: float(index[a][cols[b]])

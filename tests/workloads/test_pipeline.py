@@ -23,7 +23,6 @@ from netsim.workloads.pipeline import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
 IDEAL = 1e30  # B/s: transfers take ~1e-24 s, below float64 resolution at t ~ 1 s
 # one padded shape (and event bound) for every scenario here, so that they share one compile
 PAD = netsim.Shape(items=256, hops=16, after=8, resources=64)
@@ -316,10 +315,9 @@ def test_offload_closed_forms(overlap):
 def spipe_rows():
     from netsim.calibrate import read_trace
 
-    path = SHARED / "traces" / "train_spipe_expected.csv"
-    if not path.exists():
-        pytest.skip(f"shared traces not found beside the repo ({path.parent})")
-    (table,) = read_trace(path).tables
+    from netsim.data import trace_path
+
+    (table,) = read_trace(trace_path("train_spipe_expected.csv")).tables
     rows = {}
     for row in table.rows:
         rec = dict(zip(table.columns, row, strict=True))
