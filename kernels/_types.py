@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 
 import equinox as eqx
+import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 
@@ -45,21 +46,26 @@ class Status(enum.IntFlag):
 OK, MAX_EVENTS, STALLED, NONFINITE = (int(s) for s in (Status.OK, Status.MAX_EVENTS, Status.STALLED, Status.NONFINITE))
 
 
+# Inputs are built on the host as NumPy arrays and become jax.Arrays under jit. A leading `...` admits
+# a batch axis on any leaf (netsim.run_batch vmaps over the leaves that have one).
+AnyArray = Array | np.ndarray
+
+
 class Network(eqx.Module):
     """What a sweep or a calibration varies: per-resource capacity and latency."""
 
-    capacity: Float[Array, " R"]  # bytes/s for links; work-seconds per second (1.0) for devices
-    latency: Float[Array, " R"]  # s, paid once per item crossing the resource, before its first byte
+    capacity: Float[AnyArray, "... R"]  # bytes/s for links; work-seconds per second (1.0) for devices
+    latency: Float[AnyArray, "... R"]  # s, paid once per item crossing the resource, before its first byte
 
 
 class Program(eqx.Module):
     """Items (flows and tasks) with their routes, sizes and dependencies."""
 
-    route: Int[Array, "N H"]  # resource index per hop; R = no hop
-    size: Float[Array, " N"]  # bytes (flows) or seconds of work (tasks)
-    release: Float[Array, " N"]  # s: earliest start
-    overhead: Float[Array, " N"]  # s: fixed delay before the first byte, on top of route latency
-    after: Int[Array, "N P"]  # predecessor item indices; N = none
+    route: Int[AnyArray, "... N H"]  # resource index per hop; R = no hop
+    size: Float[AnyArray, "... N"]  # bytes (flows) or seconds of work (tasks)
+    release: Float[AnyArray, "... N"]  # s: earliest start
+    overhead: Float[AnyArray, "... N"]  # s: fixed delay before the first byte, on top of route latency
+    after: Int[AnyArray, "... N P"]  # predecessor item indices; N = none
 
 
 class Allocation(eqx.Module):
@@ -87,6 +93,7 @@ class SimState(eqx.Module):
     held: Float[Array, "N H"]  # s each item spent with hop h as its bottleneck
     allocation: Allocation  # the rates of the items moving bytes since the last event
     events: Int[Array, ""]
+    merged: Int[Array, ""]  # completions and first bytes folded into an earlier event (run's tolerance > 0)
     rounds: Int[Array, ""]  # max-min rounds over all events
     max_rounds: Int[Array, ""]  # most rounds any one event needed
     status: Int[Array, ""]  # OK or MAX_EVENTS | STALLED | NONFINITE bits

@@ -6,9 +6,9 @@ import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float
+from jaxtyping import Bool, Float
 
-from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Network, Program, SimState
+from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, AnyArray, Network, Program, SimState
 from .maxmin import (
     append_row,
     dense_by_default,
@@ -17,6 +17,7 @@ from .maxmin import (
     incidence,
     maxmin_rates,
     rate_floor,
+    to_resources,
 )
 
 # Items whose projected finish lies within this relative distance of the next event finish with it:
@@ -24,7 +25,7 @@ from .maxmin import (
 TIE = 1e-12
 
 
-def route_latency(network: Network, program: Program) -> Float[Array, " N"]:
+def route_latency(network: Network, program: Program) -> Float[AnyArray, " N"]:
     """s from start to first byte: the route's latencies plus the item's fixed overhead."""
     return jnp.sum(gather(network.latency, program.route, 0.0), axis=1) + program.overhead
 
@@ -42,16 +43,17 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
         finish=jnp.where(padding, 0.0, inf),
         resource_bytes=jnp.zeros(n_resources, dt), resource_busy=jnp.zeros(n_resources, dt),
         held=jnp.zeros((n_items, n_hops), dt), allocation=empty_allocation(n_items, n_resources, dt),
-        events=zero, rounds=zero, max_rounds=zero, status=zero,
+        events=zero, merged=zero, rounds=zero, max_rounds=zero, status=zero,
         trace_time=jnp.full(record, jnp.inf, dt), trace_load=jnp.zeros((record, n_resources), dt))
 
 
-def step(network: Network, program: Program, s: SimState, *, latency: Float[Array, " N"],
-         floor: Float[Array, " N"], dense: Float[Array, "N R"] | None = None, loop: str = "lax") -> SimState:
+def step(network: Network, program: Program, s: SimState, *, latency: Float[AnyArray, " N"],
+         floor: Float[AnyArray, " N"], dense: Float[AnyArray, "N R"] | None = None, loop: str = "lax",
+         tolerance: float = 0.0) -> SimState:
     """Schedules what became ready at s.time, allocates rates, and advances to the next event.
 
     latency: `route_latency`; floor: `rate_floor` of every routed item; dense: None or `incidence` (all
-    fixed for a run, so computed once).
+    fixed for a run, so computed once); tolerance: see `run`.
     """
     t = s.time
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
@@ -83,11 +85,32 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[Arra
 
     # 4. Advance: move bytes, finish what completes at t_next (ties within TIE finish together).
     finishing = moving & (t_done <= t_next + TIE * jnp.abs(t_next))
+    finish = jnp.where(finishing, t_next, s.finish)
+    moved_bytes = alloc.load * gap
+    held_for = gap
+    merged = s.merged
+    if tolerance:  # fast mode (static): every completion and first byte up to a relative window past t_next
+        # joins this event. Rates hold until the window's last event; items finishing inside it finish at
+        # their own time under those rates, and stop crossing their links then.
+        window = t_next + tolerance * jnp.abs(t_next)
+        last = jnp.maximum(jnp.max(jnp.where(t_done <= window, t_done, -jnp.inf)),
+                           jnp.max(jnp.where(t_first <= window, t_first, -jnp.inf)))
+        t_end = jnp.where(stalled, t, jnp.maximum(t_next, last))
+        late = t_next + TIE * jnp.abs(t_next)
+        merged = merged + jnp.sum((moving & (t_done > late) & (t_done <= window))
+                                  | (t_first > late) & (t_first <= window)).astype(merged.dtype)
+        finishing = moving & (t_done <= window)
+        finish = jnp.where(finishing, t_done, s.finish)
+        early = jnp.where(finishing, rate * (t_end - t_done), 0.0)  # bytes the load over-counts
+        gap = t_end - t
+        moved_bytes = alloc.load * gap - to_resources(early, program.route, network.capacity.shape[0], dense)
+        held_for = jnp.where(finishing, t_done - t, gap)[:, None]
+        t_next = t_end
     remaining = jnp.where(moving, jnp.maximum(s.remaining - rate * gap, 0.0), s.remaining)
     remaining = jnp.where(finishing, 0.0, remaining)
     n_hops = program.route.shape[1]
-    on_bottleneck = jnp.arange(n_hops)[None, :] == alloc.bottleneck[:, None]
-    held = s.held + jnp.where(moving[:, None] & on_bottleneck, gap, 0.0)
+    on_bottleneck = jnp.arange(n_hops, dtype=alloc.bottleneck.dtype)[None, :] == alloc.bottleneck[:, None]
+    held = s.held + jnp.where(moving[:, None] & on_bottleneck, held_for, 0.0)
     bad = ~jnp.all(jnp.isfinite(remaining)) | ~jnp.isfinite(t_next)
     status = s.status | jnp.where(stalled, STALLED, OK) | jnp.where(bad, NONFINITE, OK)
     trace_time, trace_load = s.trace_time, s.trace_load
@@ -96,16 +119,16 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[Arra
         trace_load = trace_load.at[s.events].set(alloc.load, mode="drop")
     return SimState(
         time=t_next, remaining=remaining, started=started, done=s.done | finishing,
-        start=start, first_byte=first_byte, finish=jnp.where(finishing, t_next, s.finish),
-        resource_bytes=s.resource_bytes + alloc.load * gap,
+        start=start, first_byte=first_byte, finish=finish,
+        resource_bytes=s.resource_bytes + moved_bytes,
         resource_busy=s.resource_busy + jnp.where(alloc.load > 0, gap, 0.0),
-        held=held, allocation=alloc, events=s.events + 1, rounds=s.rounds + alloc.rounds,
+        held=held, allocation=alloc, events=s.events + 1, merged=merged, rounds=s.rounds + alloc.rounds,
         max_rounds=jnp.maximum(s.max_rounds, alloc.rounds), status=status.astype(jnp.int32),
         trace_time=trace_time, trace_load=trace_load)
 
 
 def run(network: Network, program: Program, *, max_events: int, loop: str = "lax",
-        record: int = 0, dense: bool | None = None) -> SimState:
+        record: int = 0, dense: bool | None = None, tolerance: float = 0.0) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
     One event handles every completion and first byte that falls on the same instant.
@@ -116,9 +139,17 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     record: keep the time and per-resource load of the first `record` events (utilization over time).
     dense: sum over resources with an items x resources incidence matrix instead of scatters; default
         when that matrix is small (`maxmin.dense_by_default`). Same answers to rounding either way.
+    tolerance: 0 (exact, the default) or the fast mode's relative window: each event also takes every
+        completion and first byte up to `tolerance` x its time later. Rates then hold across the window
+        (items finishing inside it keep their share until its end; first bytes inside it start moving at
+        its end), so finish times move by about `tolerance` relative (measured in benchmarks/RESULTS.md), and a run needs a number of events that grows with
+        log(makespan / first event) / tolerance instead of with the item count. `merged` counts the
+        completions and first bytes folded in. Static (a Python float).
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
+    if not isinstance(tolerance, int | float) or not 0.0 <= tolerance < 1.0:
+        raise ValueError(f"netsim.kernels.run: tolerance must be a number in [0, 1), got {tolerance!r}")
     if program.size.dtype != jnp.float64 or network.capacity.dtype != jnp.float64:
         raise ValueError(
             "netsim.kernels.run needs float64 sizes and capacities (simulated time accumulates in float64);"
@@ -132,11 +163,12 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
         dense = dense_by_default(program.route.shape[0], n_resources)
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
 
-    def unfinished(s: SimState) -> Bool[Array, ""]:
+    def unfinished(s: SimState) -> Bool[AnyArray, ""]:
         return ~jnp.all(s.done) & (s.events < max_events) & (s.status == OK)
 
     s = eqxi.while_loop(
-        unfinished, lambda s: step(network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop),
+        unfinished,
+        lambda s: step(network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance),
         initial_state(program, n_resources, record),
         max_steps=None if loop == "lax" else max_events, kind=loop)
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)

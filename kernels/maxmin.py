@@ -5,9 +5,9 @@ from __future__ import annotations
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Complex, Float, Int
+from jaxtyping import Bool, Complex, Float, Int
 
-from ._types import Allocation
+from ._types import Allocation, AnyArray
 
 # Live items are packed into buffers this many times smaller as rounds freeze them: later rounds then
 # touch only the items still unfrozen (their number falls by ~20% a round on a loaded fabric).
@@ -28,14 +28,14 @@ def dense_by_default(n_items: int, n_res: int) -> bool:
     return n_items * n_res <= DENSE_MAX
 
 
-def incidence(route: Int[Array, "N H"], n_res: int, dtype=jnp.float64) -> Float[Array, "N R"]:
+def incidence(route: Int[AnyArray, "N H"], n_res: int, dtype=jnp.float64) -> Float[AnyArray, "N R"]:
     """How many hops of each item cross each resource, as a matrix for `to_resources`."""
     rows = jnp.arange(route.shape[0])[:, None]
     return jnp.zeros((route.shape[0], n_res + 1), dtype).at[rows, route].add(1)[:, :n_res]
 
 
-def to_resources(values: Array, route: Int[Array, "N H"], n_res: int,
-                 dense: Float[Array, "N R"] | None = None) -> Array:
+def to_resources(values: AnyArray, route: Int[AnyArray, "N H"], n_res: int,
+                 dense: Float[AnyArray, "N R"] | None = None) -> AnyArray:
     """Per-item values summed over the resources each item crosses (once per hop; padding hops drop
     out): scatters, or a matrix product with `dense` (`incidence(route)`)."""
     if dense is None:  # one scatter per hop column: no broadcast N x H copy of the values
@@ -49,12 +49,12 @@ def to_resources(values: Array, route: Int[Array, "N H"], n_res: int,
     return values @ dense
 
 
-def gather(values: Array, route: Int[Array, "N H"], pad) -> Array:
+def gather(values: AnyArray, route: Int[AnyArray, "N H"], pad) -> AnyArray:
     """values[route] per hop, with `pad` where the hop is padding."""
     return append_row(values, pad).at[route].get(mode="promise_in_bounds")
 
 
-def compact(mask: Bool[Array, " N"], size: int) -> Int[Array, " size"]:
+def compact(mask: Bool[AnyArray, " N"], size: int) -> Int[AnyArray, " size"]:
     """Indices of the first `size` True entries of mask, in order; len(mask) fills the rest."""
     n = mask.shape[0]
     blocks = jnp.pad(mask, (0, -n % BLOCK)).astype(jnp.float32).reshape(-1, BLOCK)
@@ -74,15 +74,15 @@ def buffer_sizes(n_items: int) -> list[int]:
     return sizes
 
 
-def rate_floor(capacity: Float[Array, " R"], route: Int[Array, "N H"],
-               active: Bool[Array, " N"]) -> Float[Array, " N"]:
+def rate_floor(capacity: Float[AnyArray, " R"], route: Int[AnyArray, "N H"],
+               active: Bool[AnyArray, " N"]) -> Float[AnyArray, " N"]:
     """A lower bound on each item's max-min rate among `active`: min over its resources of capacity /
     (active items crossing there). An item is the largest user of its bottleneck, which is full."""
     users = to_resources(active.astype(capacity.dtype), route, capacity.shape[0])
     return jnp.min(gather(capacity / jnp.maximum(users, 1.0), route, jnp.inf), axis=1)
 
 
-def reusable(prior: Allocation, active: Bool[Array, " N"], floor: Float[Array, " N"]) -> Bool[Array, " N"]:
+def reusable(prior: Allocation, active: Bool[AnyArray, " N"], floor: Float[AnyArray, " N"]) -> Bool[AnyArray, " N"]:
     """Items whose rate in `prior` is still their max-min fair rate among `active`.
 
     Let theta be the smallest rate among the items that left and the smallest `floor` among those that
@@ -106,13 +106,13 @@ def empty_allocation(n_items: int, n_resources: int, dtype) -> Allocation:
 
 
 def maxmin_rates(
-    capacity: Float[Array, " R"],
-    route: Int[Array, "N H"],
-    active: Bool[Array, " N"],
+    capacity: Float[AnyArray, " R"],
+    route: Int[AnyArray, "N H"],
+    active: Bool[AnyArray, " N"],
     *,
     prior: Allocation | None = None,
-    floor: Float[Array, " N"] | None = None,
-    dense: Float[Array, "N R"] | None = None,
+    floor: Float[AnyArray, " N"] | None = None,
+    dense: Float[AnyArray, "N R"] | None = None,
     loop: str = "lax",
 ) -> Allocation:
     """Max-min fair rates of the active items.
@@ -155,7 +155,7 @@ def maxmin_rates(
     # `pending` until the next round's scatter applies them: the rates the prior gave items now refilled
     # or gone come back, and every item to fill counts as a user.
     give_back = prior.active & ~keep
-    pending = jnp.where(give_back, -prior.rate, 0.0) - 1j * live
+    pending = jax.lax.complex(jnp.where(give_back, -prior.rate, 0.0), -live.astype(dt))
     spare = capacity - prior.load
     users = jnp.zeros(n_res, dt)
     rate = jnp.where(keep, prior.rate, 0.0)
@@ -186,8 +186,8 @@ def maxmin_rates(
     return Allocation(active=active, rate=rate, bottleneck=bottleneck, load=capacity - spare, rounds=rounds)
 
 
-def _rounds(route, live, pending: Complex[Array, " n"], spare, users, rounds, fits_next: int, loop: str,
-            dense: Float[Array, "n R"] | None):
+def _rounds(route, live, pending: Complex[AnyArray, " n"], spare, users, rounds, fits_next: int, loop: str,
+            dense: Float[AnyArray, "n R"] | None):
     """Freezing rounds on one buffer, until at most `fits_next` of its items are live or pending."""
     n_res = spare.shape[0]
     n_hops = route.shape[1]
@@ -222,8 +222,8 @@ def _rounds(route, live, pending: Complex[Array, " n"], spare, users, rounds, fi
         newly = live & jnp.any(hit, axis=1)
         rate = jnp.where(newly, item_share, rate)
         bottleneck = jnp.where(newly, jnp.argmax(hit, axis=1).astype(bottleneck.dtype), bottleneck)
-        pending = jnp.where(newly, item_share + 1j, 0.0)  # applied by the next round's scatter
-        return rate, bottleneck, live & ~newly, pending, spare, users, rounds + jnp.any(live)
+        pending = jax.lax.complex(jnp.where(newly, item_share, 0.0), newly.astype(dt))  # applied next round
+        return rate, bottleneck, live & ~newly, pending, spare, users, rounds + jnp.any(live).astype(rounds.dtype)
 
     n = route.shape[0]
     init = (jnp.zeros(n, dt), jnp.zeros(n, jnp.int32), live, pending, spare, users, rounds)
@@ -231,6 +231,6 @@ def _rounds(route, live, pending: Complex[Array, " n"], spare, users, rounds, fi
     return eqxi.while_loop(keep_going, one_round, init, max_steps=max_steps, kind=loop)
 
 
-def append_row(x: Array, value) -> Array:
+def append_row(x: AnyArray, value) -> AnyArray:
     """x with one more row, filled with `value`: what padding indices (== len(x)) read."""
     return jnp.concatenate([x, jnp.full((1, *x.shape[1:]), value, x.dtype)])

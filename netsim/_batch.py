@@ -21,15 +21,14 @@ from jax.sharding import PartitionSpec as P
 
 from . import kernels
 from ._compile import Compiled, Shape, bucket, compile_scenario
-from ._errors import ScenarioError, SimulationError
+from ._errors import ScenarioError, SimulationError, check_tolerance
 from ._scenario import Scenario
 from .kernels import Network, Program, SimState, Status
 
 #: per-point outputs `run_batch` can keep: SimState fields, and "makespan" (the last finish)
 OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name not in ("status", "events")))
 # dimensions of one scenario's leaves, as kernels.run takes them
-_NETWORK_NDIM = Network(capacity=1, latency=1)
-_PROGRAM_NDIM = Program(route=2, size=1, release=1, overhead=1, after=2)
+_NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,11 +91,10 @@ def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
         raise ScenarioError(f"{name}: expected {ndim} dimensions (shared) or {ndim + 1} (batched), "
                             f"got shape {np.shape(x)}")
 
-    net = Network(*(axis(getattr(network, f), getattr(_NETWORK_NDIM, f), f"network.{f}")
-                    for f in ("capacity", "latency")))
-    prog = Program(*(axis(getattr(program, f), getattr(_PROGRAM_NDIM, f), f"program.{f}")
-                     for f in ("route", "size", "release", "overhead", "after")))
-    return net, prog
+    net = [axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
+    prog = [axis(getattr(program, f), _NDIM[f], f"program.{f}") for f in ("route", "size", "release", "overhead", "after")]
+    # the containers hold axes, not arrays: rebuild them from their tree structure, not their __init__
+    return jax.tree.unflatten(jax.tree.structure(network), net), jax.tree.unflatten(jax.tree.structure(program), prog)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +128,7 @@ class BatchRun:
 
 def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequence[str] = ("makespan",),
               throw: bool = True, devices: Sequence[jax.Device] | None = None, width: int | None = None,
-              loop: str = "lax") -> BatchRun:
+              loop: str = "lax", tolerance: float = 0.0) -> BatchRun:
     """Runs the engine on every point of a batch in one jitted vmap, sharded over `devices`.
 
     Args:
@@ -143,8 +141,10 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
         width: pad the batch to this many points (repeating the last) so that batches of different sizes
             share one compile; default B rounded up to a bucket. Rounded up to a multiple of the devices.
         loop: the engine's loop kind ("lax"; "checkpointed" for reverse-mode derivatives).
+        tolerance: 0 (exact) or the fast mode's relative window (see `netsim.simulate`).
     """
     keep = tuple(keep)
+    tolerance = check_tolerance(tolerance)
     unknown = [k for k in keep if k not in OUTPUTS]
     if unknown:
         raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
@@ -168,7 +168,7 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
         return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
 
     net, prog = jax.tree.map(pad, (network, program), axes, is_leaf=lambda a: a is None)
-    fn, shardings = _runner(max_events, keep, loop, axes, devices)
+    fn, shardings = _runner(max_events, keep, loop, tolerance, axes, devices)
     args = jax.tree.map(lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
                         (net, prog), shardings)
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
@@ -183,13 +183,13 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
 
 
 @functools.lru_cache(maxsize=32)
-def _runner(max_events: int, keep: tuple[str, ...], loop: str, axes: tuple[Network, Program],
+def _runner(max_events: int, keep: tuple[str, ...], loop: str, tolerance: float, axes: tuple[Network, Program],
             devices: tuple[jax.Device, ...]):
     """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
     outputs and batching pattern share one compile)."""
 
     def one(network: Network, program: Program) -> dict[str, jax.Array]:
-        s = kernels.run(network, program, max_events=max_events, loop=loop)
+        s = kernels.run(network, program, max_events=max_events, loop=loop, tolerance=tolerance)
         out = {"status": s.status, "events": s.events}
         for k in keep:
             out[k] = jnp.max(s.finish) if k == "makespan" else getattr(s, k)

@@ -28,3 +28,10 @@ def check_status(status: int, events: int, max_events: int, *, where: str = "sim
         return
     reasons = status.reasons(events=int(events), max_events=int(max_events))
     raise SimulationError(f"{where} did not finish: " + "; ".join(reasons))
+
+
+def check_tolerance(tolerance: float) -> float:
+    """The fast mode's window as a float, or ScenarioError: a number in [0, 0.5]."""
+    if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not 0.0 <= tolerance <= 0.5:
+        raise ScenarioError(f"tolerance: must be a number in [0, 0.5] (0 = exact), got {tolerance!r}")
+    return float(tolerance)

@@ -55,6 +55,7 @@ class Result:
     makespan: float
     status: Status  # OK, or why the run did not finish (simulate(throw=False))
     events: int
+    merged: int  # completions and first bytes folded into earlier events (fast mode, simulate(tolerance=))
     rounds: int  # max-min rounds over all events
     max_rounds: int  # most rounds of one event
     wall_time: float  # s, including compile when it happened
@@ -80,7 +81,7 @@ class Result:
             device_ids=compiled.devices, device_busy=s["resource_busy"][compiled.device_slice],
             held=s["held"][flows],
             makespan=float(finish.max()) if finish.size else 0.0,
-            status=Status(int(s["status"])), events=int(s["events"]), rounds=int(s["rounds"]),
+            status=Status(int(s["status"])), events=int(s["events"]), merged=int(s["merged"]), rounds=int(s["rounds"]),
             max_rounds=int(s["max_rounds"]),
             wall_time=wall_time,
             trace_time=s["trace_time"][: int(s["events"])], trace_load=s["trace_load"][: int(s["events"]), links])

@@ -1,0 +1,92 @@
+"""The bounded-error fast mode (tolerance > 0) against the exact engine: error bound, conservation, fewer
+events, and the same jit/vmap/derivative behaviour."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scenarios import PAD, random_scenario
+
+import netsim
+from netsim import Flow, Link, Scenario
+
+SHAPE = netsim.Shape(items=256, hops=4, after=2, resources=64)
+
+
+def incast(n: int = 200, seed: int = 0) -> Scenario:
+    """Flows of spread sizes from 8 senders to 4 receivers through one switch: completions at many times."""
+    rng = np.random.default_rng(seed)
+    links = [Link(f"s{i}->sw", f"s{i}", "sw", 10e9, 1e-6) for i in range(8)]
+    links += [Link(f"sw->r{j}", "sw", f"r{j}", 25e9, 1e-6) for j in range(4)]
+    flows = [Flow(f"f{k}", f"s{rng.integers(8)}", f"r{rng.integers(4)}", float(rng.uniform(1e6, 50e6)),
+                  start=float(rng.uniform(0, 1e-3))) for k in range(n)]
+    return Scenario(links, flows, name="incast")
+
+
+@pytest.mark.parametrize("tolerance", [1e-3, 1e-2])
+def test_error_bound_and_conservation(tolerance):
+    compiled = netsim.compile_scenario(incast(), shape=SHAPE)
+    exact = netsim.simulate(compiled)
+    fast = netsim.simulate(compiled, tolerance=tolerance)
+    err = np.abs(fast.flow_finish - exact.flow_finish) / exact.flow_finish
+    # measured here: mean 0.3x and max 1.1x the window (the documented error: mean < window / 2, max < 2 windows)
+    assert err.mean() <= tolerance / 2 and err.max() <= 2 * tolerance, (err.mean(), err.max())
+    assert abs(fast.makespan - exact.makespan) <= tolerance * exact.makespan
+    np.testing.assert_allclose(fast.link_bytes, exact.link_bytes, rtol=1e-9)  # every byte, on its links
+    assert fast.events < exact.events and fast.merged > 0
+    assert fast.merged + fast.events >= exact.events - 1  # every exact event is taken or merged
+
+
+def test_fewer_events_as_the_window_grows():
+    compiled = netsim.compile_scenario(incast(), shape=SHAPE)
+    events = [netsim.simulate(compiled, tolerance=t).events for t in (0.0, 1e-3, 1e-2, 1e-1)]
+    assert events == sorted(events, reverse=True) and events[-1] < events[0] / 4, events
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_scenarios_with_dependencies(seed):
+    """Dependencies, tasks, zero-byte flows and latencies: still within the window, bytes conserved."""
+    compiled = netsim.compile_scenario(random_scenario(400 + seed), shape=PAD)
+    exact, fast = netsim.simulate(compiled), netsim.simulate(compiled, tolerance=1e-2)
+    span = exact.makespan
+    # a chain of k dependent items can be late by the window at each link of the chain: bound by makespan
+    assert np.all(np.abs(fast.flow_finish - exact.flow_finish) <= 0.05 * span)
+    assert np.all(np.abs(fast.task_finish - exact.task_finish) <= 0.05 * span)
+    np.testing.assert_allclose(fast.link_bytes, exact.link_bytes, rtol=1e-9, atol=1e-3)
+
+
+def test_zero_tolerance_is_the_exact_engine():
+    compiled = netsim.compile_scenario(incast(60), shape=SHAPE)
+    a, b = netsim.simulate(compiled), netsim.simulate(compiled, tolerance=0.0)
+    assert np.array_equal(a.flow_finish, b.flow_finish) and a.merged == b.merged == 0
+
+
+def test_batched_and_differentiable():
+    compiled = netsim.compile_scenario(incast(40), shape=SHAPE)
+    scales = [0.5, 1.0, 2.0]
+    nets = [netsim.kernels.Network(compiled.network.capacity * s, compiled.network.latency) for s in scales]
+    run = netsim.run_batch(netsim.stack(nets), compiled.program, max_events=compiled.max_events, tolerance=1e-2)
+    one = [netsim.simulate(dataclasses.replace(compiled, network=n), tolerance=1e-2).makespan for n in nets]
+    np.testing.assert_allclose(run["makespan"], one, rtol=1e-12)
+
+    def makespan(scale):
+        net = netsim.kernels.Network(compiled.network.capacity * scale, jnp.asarray(compiled.network.latency))
+        s = netsim.kernels.run(net, compiled.program, max_events=compiled.max_events, tolerance=1e-2)
+        return jnp.max(s.finish)
+
+    with jax.enable_x64(True):
+        f = jax.jit(makespan)
+        _, slope = jax.jvp(f, (jnp.float64(1.0),), (jnp.float64(1.0),))  # forward mode, as the exact engine
+        h = 1e-6
+        central = (f(jnp.float64(1 + h)) - f(jnp.float64(1 - h))) / (2 * h)
+    assert float(slope) < 0
+    np.testing.assert_allclose(float(slope), float(central), rtol=1e-4)
+
+
+def test_bad_tolerance():
+    with pytest.raises(netsim.ScenarioError, match=r"tolerance: must be a number in \[0, 0.5\]"):
+        netsim.simulate(incast(4), tolerance=-1.0)
