@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import equinox as eqx
 import equinox.internal as eqxi
 import jax
@@ -23,6 +26,7 @@ from .maxmin import (
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
 TIE = 1e-12
+PROGRESS_EVERY = 512  # events between progress callbacks: ~1 ms of a large run, a few us of a small one
 
 
 def route_latency(network: Network, program: Program) -> Float[AnyArray, " N"]:
@@ -128,7 +132,8 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[AnyA
 
 
 def run(network: Network, program: Program, *, max_events: int, loop: str = "lax",
-        record: int = 0, dense: bool | None = None, tolerance: float = 0.0) -> SimState:
+        record: int = 0, dense: bool | None = None, tolerance: float = 0.0,
+        progress: Callable[[Any, Any, Any], None] | None = None) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
     One event handles every completion and first byte that falls on the same instant.
@@ -142,9 +147,12 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     tolerance: 0 (exact, the default) or the fast mode's relative window: each event also takes every
         completion and first byte up to `tolerance` x its time later. Rates then hold across the window
         (items finishing inside it keep their share until its end; first bytes inside it start moving at
-        its end), so finish times move by about `tolerance` relative (measured in benchmarks/RESULTS.md), and a run needs a number of events that grows with
-        log(makespan / first event) / tolerance instead of with the item count. `merged` counts the
+        its end), so finish times move by about `tolerance` relative (measured in benchmarks/RESULTS.md),
+        and a run needs a number of events that grows with log(makespan / first event) / tolerance
+        instead of with the item count. `merged` counts the
         completions and first bytes folded in. Static (a Python float).
+    progress: None, or a function called on the host as progress(events, time, items done) every
+        PROGRESS_EVERY events (jax.debug.callback; for long single runs, not under vmap).
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
@@ -166,9 +174,18 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     def unfinished(s: SimState) -> Bool[AnyArray, ""]:
         return ~jnp.all(s.done) & (s.events < max_events) & (s.status == OK)
 
+    padding = jnp.sum(~jnp.any(program.route < n_resources, axis=1))  # done from the start, not reported
+
+    def body(s: SimState) -> SimState:
+        s = step(network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance)
+        if progress is not None:
+            jax.lax.cond(s.events % PROGRESS_EVERY == 0,
+                         lambda: jax.debug.callback(progress, s.events, s.time, jnp.sum(s.done) - padding),
+                         lambda: None)
+        return s
+
     s = eqxi.while_loop(
-        unfinished,
-        lambda s: step(network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance),
+        unfinished, body,
         initial_state(program, n_resources, record),
         max_steps=None if loop == "lax" else max_events, kind=loop)
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)

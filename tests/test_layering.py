@@ -12,7 +12,8 @@ import netsim.calibrate
 
 import netsim
 
-ALLOWED = {"jax", "equinox", "jaxtyping", "numpy", "__future__", "functools", "typing", "dataclasses", "math", "enum"}
+ALLOWED = {"jax", "equinox", "jaxtyping", "numpy", "__future__", "functools", "typing", "dataclasses", "math", "enum",
+           "collections"}
 
 
 def test_kernels_import_only_numerics():
