@@ -17,7 +17,7 @@ def register(subparsers) -> None:
                     "devices, writing each finished chunk to an HDF5 file. Rerunning the same command "
                     "resumes an interrupted sweep.")
     p.add_argument("spec", help="sweep spec JSON file")
-    p.add_argument("--out", required=True, help="results file (.h5); resumed if it holds the same sweep")
+    p.add_argument("--out", required=True, help="results file (.h5 or .hdf5); resumed if it holds the same sweep")
     p.add_argument("--samples", type=int, help="random points instead of the spec's grid (or its samples)")
     p.add_argument("--seed", type=int, help="random seed for --samples (default: the spec's, else 0)")
     p.add_argument("--chunk-size", type=int, help="points per batch (default: sized to device memory)")
@@ -34,8 +34,17 @@ def register(subparsers) -> None:
 def _sweep(args: argparse.Namespace) -> int:
     import jax
 
+    from netsim import NetsimError
     from netsim.sweep import SweepError, load_spec
+    from netsim.sweep._store import check_out_path
 
+    try:  # before any work: a bad --out or --chunk-size must not cost a plan, nor leave a file behind
+        check_out_path(args.out)
+        if args.chunk_size is not None and args.chunk_size < 1:
+            raise SweepError(f"--chunk-size: expected a positive number of points per batch, got {args.chunk_size}")
+    except SweepError as e:
+        print(f"netsim: error: {e}", file=sys.stderr)
+        return 2
     if args.coordinator:
         if args.num_processes is None or args.process_id is None:
             print("netsim: error: --coordinator needs --num-processes and --process-id", file=sys.stderr)
@@ -52,7 +61,7 @@ def _sweep(args: argparse.Namespace) -> int:
                   "device(s)", file=sys.stderr)
         result = sweep.run(args.out, chunk_size=args.chunk_size, progress=not args.no_progress,
                            overwrite=args.overwrite)
-    except SweepError as e:
+    except NetsimError as e:
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
     if result is None:  # not process 0
@@ -69,11 +78,14 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def summary(result) -> str:
     """Counts of finished and failed points, and the makespan's spread with the best and worst points."""
+    from netsim import Status
     from netsim._units import format_quantity
 
-    ok = result.status == 0
-    lines = [f"{result.n_points} points: {int(ok.sum())} finished, {int((result.status > 0).sum())} failed, "
-             f"{int((result.status < 0).sum())} not run"]
+    ok = result.ok
+    not_run = (result.status & int(Status.NOT_RUN)) != 0
+    failed = ~ok & ~not_run
+    lines = [f"{result.n_points} points: {int(ok.sum())} finished, {int(failed.sum())} failed, "
+             f"{int(not_run.sum())} not run"]
     if ok.any():
         span = result.makespan[ok]
         lines.append("makespan  min {}  median {}  max {}".format(
@@ -81,6 +93,10 @@ def summary(result) -> str:
         rows = np.flatnonzero(ok)
         for what, row in (("best", rows[np.argmin(span)]), ("worst", rows[np.argmax(span)])):
             lines.append(f"{what:<6}" + "  ".join(f"{a.name}={_point_label(a, row)}" for a in result.axes))
+    engine = failed & ((result.status & int(Status.NOT_BUILT)) == 0)
+    if engine.any():  # unbuilt points are explained once per scenario below
+        row = int(np.flatnonzero(engine)[0])
+        lines.append(f"failed point {row}: " + "; ".join(result.reasons(row)))
     for err in sorted(set(filter(None, result.errors))):
         lines.append(f"unbuilt points: {err}")
     return "\n".join(lines)

@@ -88,7 +88,9 @@ def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "
         if len(keep) == 2 and keep[0] > keep[1]:
             grid = grid.T
         grid = grid.reshape(len(xa.labels), -1)
-        xs = np.asarray(xa.values, float) if xa.values is not None else np.arange(len(xa.labels))
+        sizes = xa.sizes  # message-size axes: bytes per flow, not scales
+        xs = np.asarray(sizes if sizes is not None else xa.values if xa.values is not None
+                        else np.arange(len(xa.labels)), float)
         hue_labels = result.axis(hue).labels if hue else [""]
         for j, label in enumerate(hue_labels):
             text = f"{hue}={label}" + ("" if np.isfinite(grid[:, j]).any() else " (no point ran)")
@@ -98,10 +100,14 @@ def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "
         if xa.values is None:
             ax.set_xticks(xs, xa.labels, rotation=30 if len(xa.labels) > 4 else 0)
         elif np.all(xs > 0) and xs.max() / xs.min() > 10:
-            ax.set_xscale("log")
+            ax.set_xscale("log", base=2 if sizes is not None else 10)
             finite = grid[np.isfinite(grid) & (grid > 0)]
             if finite.size and finite.max() / finite.min() > 100:  # e.g. makespan over message sizes
                 ax.set_yscale("log")
+        if sizes is not None:  # label the sizes with units (at most ~8 ticks)
+            step = max(1, len(xs) // 8)
+            ax.set_xticks(xs[::step], list(xa.labels)[::step], rotation=30 if len(xs[::step]) > 4 else 0)
+            ax.minorticks_off()
         if hue:
             ax.legend(fontsize="small", ncols=2 if len(hue_labels) > 6 else 1)
         rest = [names[i] for i in others]
@@ -110,15 +116,23 @@ def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "
         xv = xa.value if xa.value is not None else xa.index.astype(float)
         xv = xv.mean(axis=1) if xv.ndim == 2 else xv
         ha = result.axis(hue) if hue else None
-        c = None
-        if ha is not None:
-            c = ha.value if ha.value is not None else ha.index.astype(float)
-            c = c.mean(axis=1) if c.ndim == 2 else c
-        art = ax.scatter(xv, col / scale, c=c, s=12, cmap="viridis")
-        if ha is not None:
-            fig.colorbar(art, ax=ax, label=hue)
+        if ha is not None and ha.index is not None and ha.labels:  # a discrete axis: one colour per value
+            for k, label in enumerate(ha.labels):
+                sel = ha.index == k
+                ax.scatter(xv[sel], col[sel] / scale, s=12, label=f"{hue}={label}")
+            ax.legend(fontsize="small")
+        else:
+            c = None
+            if ha is not None:
+                c = ha.value if ha.value is not None else ha.index.astype(float)
+                c = c.mean(axis=1) if c.ndim == 2 else c
+            art = ax.scatter(xv, col / scale, c=c, s=12, cmap="viridis")
+            if ha is not None:
+                fig.colorbar(art, ax=ax, label=hue)
         sub = f" ({result.n_points} random points)"
     what = "scale" if xa.description.get("scale") or xa.description.get("scale_range") else ""
+    if xa.sizes is not None and result.grid_shape is not None:
+        what = "bytes per flow"
     if xa.ids and result.grid_shape is None:
         what = f"mean {what or 'value'} of {len(xa.ids)} independent draws"
     ax.set_xlabel(f"{x} ({what})" if what else x)

@@ -18,5 +18,4 @@ from ._result import SweepResult as SweepResult
 from ._result import load as load
 from ._spec import load_spec as load_spec
 from ._spec import sweep_from_dict as sweep_from_dict
-from ._sweep import UNBUILT as UNBUILT
 from ._sweep import Sweep as Sweep

@@ -30,6 +30,16 @@ class SweepError(NetsimError, ValueError):
     """Bad sweep input; the message names the offending field and value."""
 
 
+def format_bytes(n: float) -> str:
+    """A byte count with its unit: binary (4 MiB) when a whole number of its largest binary unit, else decimal."""
+    from .._units import format_quantity
+
+    unit, scale = next(((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if n >= s), ("B", 1))
+    if scale > 1 and float(n / scale).is_integer():
+        return f"{n / scale:g} {unit}"
+    return format_quantity(n, "bytes")
+
+
 def _pattern_tuple(patterns: str | Sequence[str], where: str) -> tuple[str, ...]:
     if isinstance(patterns, str):
         patterns = (patterns,)
@@ -139,6 +149,8 @@ class ArrayAxis(Axis):
 
         if self.is_scale:
             return [f"x{v:g}" for v in self.values]
+        if self.unit == "bytes":
+            return [format_bytes(v) for v in self.values]
         return [format_quantity(v, self.unit) for v in self.values]
 
     def describe(self) -> dict[str, Any]:
@@ -282,7 +294,15 @@ class ScenarioAxis(Axis):
         return {"name": self.name, "kind": "python", "function": fn, "values": [_jsonable(v) for v in self.values]}
 
     def apply(self, scenario: Scenario, index: int) -> Scenario:
-        out = self.build(scenario, self.values[index])  # type: ignore[misc]
+        """build(scenario, values[index]); a ScenarioError marks the point unbuildable, any other
+        exception is a fault of the callback or of the value and stops the sweep (a SweepError)."""
+        value = self.values[index]
+        try:
+            out = self.build(scenario, value)  # type: ignore[misc]
+        except ScenarioError:
+            raise
+        except Exception as e:
+            raise SweepError(f"axis {self.name!r}: build(scenario, {value!r}) raised {type(e).__name__}: {e}") from e
         if not isinstance(out, Scenario):
             raise ScenarioError(f"axis {self.name!r}: build({self.values[index]!r}) returned "
                                 f"{type(out).__name__}, not a netsim.Scenario")

@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from ..kernels import Status
 from ._axes import SweepError
-from ._store import read_meta
+from ._store import COLUMNS, chunk_rows, damaged_chunks, open_h5, read_meta
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,6 +23,8 @@ class AxisData:
     index: per point, the position of its value in `labels` (discrete axes), else None.
     value: per point, the number used: a scale, bytes/s, s or bytes; (points, len(ids)) for an
         independent sampled axis; None for scenario axes.
+    sizes: for a discrete message-size axis, the bytes of each matched flow at each label (a `value`
+        axis, or a `scale` axis whose flows share one size in the base scenario); else None.
     """
 
     name: str
@@ -31,16 +35,17 @@ class AxisData:
     value: np.ndarray | None
     ids: tuple[str, ...]  # the links or flows an independent axis draws for
     description: dict[str, Any]
+    sizes: np.ndarray | None = None  # bytes per matched flow, per label (message-size axes)
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepResult:
     """Per point (rows, in run order): status, events, makespan (s) and optional per-flow/per-link data.
 
-    status is 0 when the point finished; otherwise netsim.kernels status bits (1 max events,
-    2 stalled, 4 non-finite), 8 when the point's scenario could not be built (e.g. failed links
-    disconnect a flow: `errors` says why), or -1 when the point was not run yet (interrupted sweep).
-    Times of points that did not finish are NaN.
+    status holds netsim.Status bits: OK (0) when the point finished; MAX_EVENTS, STALLED, NONFINITE
+    from the engine; NOT_BUILT when the point's scenario could not be built (e.g. failed links
+    disconnect a flow); NOT_RUN when the point was not run yet (interrupted sweep). `reasons(i)`
+    explains point i in words. Times of points that did not finish are NaN.
     """
 
     name: str
@@ -64,7 +69,27 @@ class SweepResult:
 
     @property
     def complete(self) -> bool:
-        return bool(np.all(self.status >= 0))
+        """Every point was run (finished or failed): none is NOT_RUN."""
+        return not bool(np.any(self.status & int(Status.NOT_RUN)))
+
+    @property
+    def ok(self) -> np.ndarray:
+        """Per point, whether it finished (status OK)."""
+        return self.status == int(Status.OK)
+
+    def point_status(self, i: int) -> Status:
+        """Point i's status as netsim.Status flags."""
+        return Status(int(self.status[i]))
+
+    def reasons(self, i: int) -> list[str]:
+        """Why point i did not finish, one sentence per Status bit (empty if it finished)."""
+        status = self.point_status(i)
+        max_events = self.meta.get("max_events")
+        out = status.reasons(events=int(self.events[i]), max_events=None if max_events is None else int(max_events))
+        if status & Status.NOT_BUILT:
+            why = self.errors[int(self.host_key[i])] if len(self.errors) else ""
+            out = [f"{r}: {why}" if why and "could not be built" in r else r for r in out]
+        return out
 
     def axis(self, name: str) -> AxisData:
         for a in self.axes:
@@ -98,7 +123,8 @@ class SweepResult:
                 name=d["name"], kind=d["description"]["kind"], labels=tuple(d["labels"]),
                 values=np.asarray(d["values"]) if d.get("values") is not None else None,
                 index=_opt(data.get("index")), value=_opt(data.get("value")),
-                ids=tuple(_strs(data["ids"])) if "ids" in data else (), description=d["description"]))
+                ids=tuple(_strs(data["ids"])) if "ids" in data else (), description=d["description"],
+                sizes=np.asarray(d["sizes"], float) if d.get("sizes") is not None else None))
         grid = _json(meta["grid_shape"])
         return cls(
             name=str(meta.get("name", "")), axes=tuple(axes),
@@ -112,19 +138,31 @@ class SweepResult:
             meta=dict(meta))
 
 
-_COLUMNS = ("makespan", "status", "events", "flow_finish", "link_bytes", "link_utilization")
+_COLUMNS = COLUMNS
 
 
 def load(path: str | os.PathLike) -> SweepResult:
-    """Reads a sweep results file (complete or interrupted) written by Sweep.run / `netsim sweep`."""
-    import h5py
+    """Reads a sweep results file (complete or interrupted) written by Sweep.run / `netsim sweep`.
 
+    Rows of a chunk that fails its checksum (a damaged or altered file) read as NOT_RUN, with a note
+    on stderr; rerunning the sweep recomputes them. Version 1 files (status -1 for rows not run) are
+    read with those rows as NOT_RUN.
+    """
     path = os.fspath(path)
     meta = read_meta(path)
-    with h5py.File(path, "r") as f:
+    with open_h5(path, "r") as f:
         columns = {k: f[k][...] for k in _COLUMNS if k in f}
         extra = {"axes": {name: {k: g[k][...] for k in g} for name, g in f["axes"].items()},
                  **{k: f[k][...] for k in ("flow_ids", "link_ids", "scenario_errors", "host_key")}}
+        damaged = damaged_chunks(f, meta)
+    if meta.get("version") == 1:
+        columns["status"] = np.where(columns["status"] == -1, int(Status.NOT_RUN), columns["status"]).astype(np.int32)
+    for chunk, why in damaged:
+        rows = chunk_rows(chunk, int(meta["chunk_size"]), int(meta["n_points"]))
+        print(f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: read as not run; "
+              "rerun the sweep to recompute it", file=sys.stderr)
+        for k, col in columns.items():
+            col[rows] = int(Status.NOT_RUN) if k == "status" else -1 if k == "events" else np.nan
     return SweepResult.from_parts(meta, columns, extra)
 
 

@@ -48,8 +48,15 @@ def sweep_from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Sweep:
     if not isinstance(axes_data, list) or not axes_data:
         raise SweepError(f"axes: expected a non-empty list of axis objects, got {axes_data!r}")
     axes = [_axis(a, f"axes[{i}]", base_dir) for i, a in enumerate(axes_data)]
-    return Sweep(scenario, axes, samples=data.get("samples"), seed=int(data.get("seed", 0)),
-                 outputs=data.get("outputs"), name=str(data.get("name", "")))
+    for key in ("name", "description"):
+        if not isinstance(data.get(key, ""), str):
+            raise SweepError(f"{key}: expected a string, got {data[key]!r}")
+    outputs = data.get("outputs")
+    if outputs is not None and (not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs)):
+        raise SweepError(f"outputs: expected a list of output names, got {outputs!r}")
+    # Sweep checks samples and seed by type (a string seed is refused, not parsed)
+    return Sweep(scenario, axes, samples=data.get("samples"), seed=data.get("seed", 0), outputs=outputs,
+                 name=data.get("name", ""))
 
 
 def _axis(d: Any, where: str, base_dir: str):
@@ -59,6 +66,8 @@ def _axis(d: Any, where: str, base_dir: str):
     if kind not in _KINDS:
         raise SweepError(f"{where}.kind: expected one of {_KINDS}, got {kind!r}")
     name = d.get("name", kind)
+    if not isinstance(name, str):
+        raise SweepError(f"{where}.name: expected a string, got {name!r}")
     if kind in _ARRAY:
         cls = _ARRAY[kind]
         known = {"name", "kind", cls.selects, "scale", "value", "scale_range", "value_range", "log", "independent"}
@@ -71,8 +80,11 @@ def _axis(d: Any, where: str, base_dir: str):
                     raise SweepError(f"{where}.{key}: expected a list, got {raw!r}")
                 unit = "scale" if key.startswith("scale") else _UNIT[kind]
                 kw[key] = [_number(v, unit, f"{where}.{key}[{j}]") for j, v in enumerate(raw)]
-        return cls(name, match=d.get(cls.selects, "*"), log=bool(d.get("log", False)),
-                   independent=bool(d.get("independent", False)), **kw)
+        for key in ("log", "independent"):
+            if not isinstance(d.get(key, False), bool):
+                raise SweepError(f"{where}.{key}: expected true or false, got {d[key]!r}")
+        return cls(name, match=d.get(cls.selects, "*"), log=d.get("log", False),
+                   independent=d.get("independent", False), **kw)
     if kind == "failed_links":
         _known(d, {"name", "kind", "sets"}, where)
         sets = d.get("sets")

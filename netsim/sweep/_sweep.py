@@ -1,11 +1,11 @@
 """Sweep: a base scenario crossed with axes, run as padded, vmapped batches sharded over devices.
 
 Host side: every distinct combination of scenario axes (failed links, Python callbacks) is built
-and compiled once, all padded to one shape; array axes (bandwidth, latency, bytes) are applied to
-copies of the compiled arrays per point. Device side: one jitted `shard_map(vmap(kernels.run))`
-runs a chunk of points, each device looping over its own slice until its points are done (no
-cross-device traffic inside the event loop). With `jax.distributed` initialized, the devices of all
-processes form one mesh; process 0 writes the results.
+and compiled once, all padded to one shape (`Compiled.padded`); array axes (bandwidth, latency, bytes)
+are applied to copies of the compiled arrays per point. Device side: `netsim.run_batch` runs a chunk of
+points, sharded over the devices, each device looping over its own slice until its points are done.
+With `jax.distributed` initialized, the devices of all processes form one mesh; process 0 writes the
+results.
 """
 
 from __future__ import annotations
@@ -20,21 +20,28 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from .. import kernels
+from .._batch import run_batch
 from .._compile import Compiled, Shape, compile_scenario
 from .._scenario import Scenario, ScenarioError
-from ._axes import ArrayAxis, Axis, FailedLinks, ScenarioAxis, SweepError, match_ids
+from ..kernels import Network, Program, Status
+from ._axes import (
+    ArrayAxis,
+    Axis,
+    FailedLinks,
+    MessageSize,
+    ScenarioAxis,
+    SweepError,
+    format_bytes,
+    match_ids,
+)
 from ._progress import Progress
 from ._result import SweepResult, load
-from ._store import FORMAT, VERSION, open_store
+from ._store import FORMAT, VERSION, check_out_path, chunk_rows, open_store
 
 OUTPUTS = ("flow_finish", "link_bytes", "link_utilization")
-UNBUILT = 8  # status bit: the point's scenario could not be built (see SweepResult.errors)
 MAX_POINTS_PER_DEVICE = 1024  # beyond this a chunk only delays progress reports and resume points
 
 
@@ -94,8 +101,13 @@ class Sweep:
         sampled = [a.name for a in self.axes if isinstance(a, ArrayAxis) and a.sampled]
         if self.samples is None and sampled:
             raise SweepError(f"axes {sampled}: a range is sampled, so set samples (a grid needs listed values)")
-        if self.samples is not None and (not isinstance(self.samples, int) or self.samples < 1):
+        if self.samples is not None and (isinstance(self.samples, bool) or not isinstance(self.samples, int)
+                                         or self.samples < 1):
             raise SweepError(f"samples: expected a positive integer or None, got {self.samples!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise SweepError(f"seed: expected an integer >= 0, got {self.seed!r}")
+        if not isinstance(self.name, str):
+            raise SweepError(f"name: expected a string, got {self.name!r}")
         if self.outputs is not None:
             object.__setattr__(self, "outputs", tuple(self.outputs))
             bad = [o for o in self.outputs if o not in OUTPUTS]
@@ -217,36 +229,47 @@ class Sweep:
             on_chunk: Callable[[int], None] | None = None) -> SweepResult | None:
         """Runs every point not yet done, writing each finished chunk to `out` (HDF5) at once.
 
-        A results file that exists and holds this same sweep is resumed: completed chunks are kept,
-        the rest are run. Under jax.distributed every process calls this with the same arguments;
-        process 0 writes the file and returns the result, the others return None.
+        A results file that exists and holds this same sweep is resumed: chunks marked done whose
+        rows match their checksum are kept; the rest (and any holding points not run) are run. Every
+        argument is checked before the file is created or opened. Under jax.distributed every process
+        calls this with the same arguments; process 0 writes the file and returns the result, the
+        others return None.
 
         Args:
-            out: results file (.h5); None keeps the results in memory.
+            out: results file (.h5 or .hdf5); None keeps the results in memory.
             chunk_size: points per jitted batch; default sized to the device memory (a resumed
                 file keeps its own chunk size).
             progress: draw a progress line on stderr.
             overwrite: replace `out` if it holds a different sweep instead of raising.
             devices: devices to shard each chunk over; default all (of all processes).
             on_chunk: called with each chunk's number once it is stored.
+
+        Raises:
+            SweepError: bad arguments, a file holding another sweep or in use by another one.
         """
-        plan = self.plan()
+        if out is not None:
+            out = check_out_path(out)
+        if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer)
+                                       or chunk_size < 1):
+            raise SweepError(f"chunk_size: expected a positive integer (points per batch), got {chunk_size!r}")
         devices = list(jax.devices() if devices is None else devices)
+        if not devices:
+            raise SweepError("devices: expected at least one device, got none")
+        plan = self.plan()
         lead = jax.process_index() == 0
         multi = jax.process_count() > 1
-        with jax.enable_x64(True):  # simulated time is float64
-            runner = _Runner(plan, devices)
-            store = None
-            size = 0
-            failed = None
+        runner = _Runner(plan, devices)
+        store = None
+        size = 0
+        failed = None
+        # simulated time is float64: x64 for the inputs laid out here, the engine and the int64 broadcasts
+        with jax.enable_x64(True):
             if lead:
                 try:
                     columns, extra = _layout(self, plan)
-                    store = open_store(
-                        out, self.fingerprint(), columns=columns, extra=extra, overwrite=overwrite,
-                        n_chunks_for=lambda s: -(-plan.n_points // s),
-                        chunk_size=chunk_size or runner.auto_chunk_size(),
-                        meta=_meta(self, plan))
+                    store = open_store(out, self.fingerprint(), columns=columns, extra=extra, overwrite=overwrite,
+                                       n_points=plan.n_points, chunk_size=int(chunk_size or runner.auto_chunk_size()),
+                                       meta=_meta(self, plan))
                     size = int(store.meta["chunk_size"])
                 except Exception as e:  # the other processes wait on the broadcast below: tell them
                     failed, size = e, -1
@@ -262,12 +285,13 @@ class Sweep:
             done = store.done if lead else np.zeros(n_chunks, bool)
             if multi:
                 done = np.asarray(multihost_utils.broadcast_one_to_all(done.astype(np.int32))).astype(bool)
-            already = sum(_rows(int(c), size, plan.n_points).stop - int(c) * size for c in np.flatnonzero(done))
-            bar = Progress(plan.n_points, already, enabled=progress and lead)
+            chunks = [chunk_rows(int(c), size, plan.n_points) for c in range(n_chunks)]
+            bar = Progress(plan.n_points, sum(r.stop - r.start for r, d in zip(chunks, done, strict=True) if d),
+                           enabled=progress and lead)
             try:
                 for c in np.flatnonzero(~done):
-                    rows = _rows(int(c), size, plan.n_points)
-                    values = runner(rows)
+                    rows = chunks[c]
+                    values = runner(rows, min(size, plan.n_points))
                     if lead:
                         store.write(int(c), rows, values)
                     bar.update(rows.stop - rows.start)
@@ -282,10 +306,6 @@ class Sweep:
         if out is None:
             return SweepResult.from_parts(store.meta, store.columns, _layout(self, plan)[1])
         return load(out)
-
-
-def _rows(chunk: int, size: int, n: int) -> slice:
-    return slice(chunk * size, min(n, (chunk + 1) * size))
 
 
 def _build(base: Scenario, scen_axes: list[Axis], combo: tuple[int, ...]) -> Scenario:
@@ -318,20 +338,34 @@ def _compile_padded(scenarios: list[Scenario | None], errors: list[str]) -> list
 
 
 class _Runner:
-    """Builds a chunk's arrays on the host and runs them sharded over the devices."""
+    """Lays out a chunk's Network and Program on the host and runs them with `netsim.run_batch`.
+
+    A leaf is batched (one row per point) when some axis or some pair of host-built scenarios makes it
+    differ between points, and shared otherwise: one program runs under many bandwidth vectors without
+    a copy per point. The choice is made once per sweep, so every chunk shares one compile.
+    """
 
     def __init__(self, plan: Plan, devices: list[jax.Device]):
         self.plan = plan
         self.devices = devices
         t = plan.template
-        self.n_flows, self.n_links = t.n_flows, t.n_links
-        # one scenario: the program is shared by every point (not copied per point)
-        self.batched_program = sum(h is not None for h in plan.hosts) > 1
-        # the bound of the padded shape (>= every scenario's own): scenarios of one shape share a compile
-        max_events = t.max_events
-        self.in_axes, self.fn, self.shardings = _kernel(
-            max_events, "flow_finish" in plan.outputs, any(o.startswith("link") for o in plan.outputs),
-            self.batched_program, tuple(devices))
+        built = [h for h in plan.hosts if h is not None]
+        targets = {a.target for a in plan.array_axes.values()}
+
+        def varies(get) -> bool:
+            first = get(built[0])
+            return any(not np.array_equal(get(h), first) for h in built[1:])
+
+        self.batched = {"capacity": "capacity" in targets or varies(lambda h: h.network.capacity),
+                        "latency": "latency" in targets or varies(lambda h: h.network.latency),
+                        "size": "size" in targets or varies(lambda h: h.program.size)}
+        for f in ("route", "release", "overhead", "after"):
+            self.batched[f] = varies(lambda h, f=f: getattr(h.program, f))
+        if not any(self.batched.values()):  # every point is the same scenario: still one row per point
+            self.batched["capacity"] = True
+        self.keep = ("makespan", *(["finish"] if "flow_finish" in plan.outputs else []),
+                     *(["resource_bytes"] if any(o.startswith("link") for o in plan.outputs) else []))
+        self.max_events = t.max_events  # of the common padded shape: one compile for the whole sweep
 
     def auto_chunk_size(self) -> int:
         """Points per chunk: what fits in a quarter of one device's free memory, times the devices."""
@@ -340,94 +374,62 @@ class _Runner:
         p, r = t.program.after.shape[1], t.network.capacity.shape[0]
         # the event loop's state and the max-min temporaries, float64, with copies for the loop carry
         per_point = 8 * (16 * n * h + 4 * n * p + 48 * n + 16 * r)
-        if self.batched_program and kernels.maxmin.dense_by_default(n, r):
+        if self.batched["route"] and kernels.maxmin.dense_by_default(n, r):
             per_point += 8 * n * r  # each point's own incidence matrix (see kernels.run's `dense`)
         per_device = int(np.clip(_free_memory(self.devices[0]) // (4 * per_point), 1, MAX_POINTS_PER_DEVICE))
         n_dev = len(self.devices)
         return int(min(per_device * n_dev, -(-self.plan.n_points // n_dev) * n_dev))
 
-    def arrays(self, rows: slice) -> tuple[list[np.ndarray], np.ndarray]:
-        """The seven kernel input arrays of these points (batched or shared), and their host keys."""
+    def inputs(self, rows: slice) -> tuple[Network, Program, np.ndarray]:
+        """The chunk's kernel inputs (batched leaves [B, ...], shared leaves as one scenario's) and, per
+        point, whether its scenario was built."""
         plan = self.plan
         keys = plan.host_key[rows]
+        built = np.array([plan.hosts[k] is not None for k in keys], bool)
         fallback = next(k for k, h in enumerate(plan.hosts) if h is not None)
-        use = np.where([plan.hosts[k] is None for k in keys], fallback, keys)
+        use = np.where(built, keys, fallback)  # unbuilt points run a stand-in and are marked NOT_BUILT
         hosts = [plan.hosts[k] for k in use]
-        capacity = np.stack([h.network.capacity for h in hosts])
-        latency = np.stack([h.network.latency for h in hosts])
-        size = np.stack([h.program.size for h in hosts])
-        target = {"capacity": capacity, "latency": latency, "size": size}
+        t = plan.template
+
+        def leaf(name: str, get) -> np.ndarray:
+            return np.stack([get(h) for h in hosts]) if self.batched[name] else get(t)
+
+        leaves = {f: leaf(f, lambda h, f=f: getattr(h.network, f)) for f in ("capacity", "latency")}
+        leaves |= {f: leaf(f, lambda h, f=f: getattr(h.program, f))
+                   for f in ("route", "size", "release", "overhead", "after")}
         for name, a in plan.array_axes.items():
             per_point = plan.value[name][rows] if a.sampled else np.asarray(a.values)[plan.index[name][rows]]
+            target = leaves[a.target]  # batched: an axis targets it
             for k in np.unique(use):
                 sel = use == k
-                sub = target[a.target][sel]
+                sub = target[sel]
                 a.apply(sub, plan.cols[name, int(k)], per_point[sel])
-                target[a.target][sel] = sub
-        if self.batched_program:
-            route, release, overhead, after = (np.stack([getattr(h.program, f) for h in hosts])
-                                               for f in ("route", "release", "overhead", "after"))
-        else:
-            t = plan.template.program
-            route, release, overhead, after = t.route, t.release, t.overhead, t.after
-        return [capacity, latency, route, size, release, overhead, after], keys
+                target[sel] = sub
+        network = Network(leaves["capacity"], leaves["latency"])
+        program = Program(*(leaves[f] for f in ("route", "size", "release", "overhead", "after")))
+        return network, program, built
 
-    def __call__(self, rows: slice) -> dict[str, np.ndarray]:
-        arrays, keys = self.arrays(rows)
-        n = rows.stop - rows.start
-        n_dev = len(self.devices)
-        pad = -n % n_dev  # a chunk splits evenly over the devices: repeat the last point
-        inputs = []
-        for arr, ax, sharding in zip(arrays, self.in_axes, self.shardings, strict=True):
-            if ax == 0 and pad:
-                arr = np.concatenate([arr, np.repeat(arr[-1:], pad, axis=0)])
-            inputs.append(jax.make_array_from_callback(arr.shape, sharding, lambda idx, arr=arr: arr[idx]))
-        out = self.fn(*inputs)
-        if jax.process_count() > 1:
-            from jax.experimental import multihost_utils
-
-            out = multihost_utils.process_allgather(out, tiled=True)
-        out = {k: np.asarray(v)[:n] for k, v in jax.device_get(out).items()}
-        status = out["status"].astype(np.int32)
-        status[np.array([self.plan.hosts[k] is None for k in keys], bool)] = UNBUILT
-        bad = status != 0
-        values = {"status": status, "events": out["events"].astype(np.int64),
-                  "makespan": np.where(bad, np.nan, out["makespan"])}
-        if "flow_finish" in out:
-            values["flow_finish"] = np.where(bad[:, None], np.nan, out["flow_finish"][:, : self.n_flows])
-        if "link_bytes" in out:
-            link_bytes = np.where(bad[:, None], np.nan, out["link_bytes"][:, : self.n_links])
+    def __call__(self, rows: slice, width: int) -> dict[str, np.ndarray]:
+        """The result columns of these points; `width` (the chunk size) pads every chunk to one shape."""
+        network, program, built = self.inputs(rows)
+        run = run_batch(network, program, max_events=self.max_events, keep=self.keep, throw=False,
+                        devices=self.devices, width=width)
+        t = self.plan.template
+        status = np.where(built, run.status, int(Status.NOT_BUILT)).astype(np.int32)
+        bad = status != int(Status.OK)
+        values = {"status": status, "events": run.events.astype(np.int64),
+                  "makespan": np.where(bad, np.nan, run["makespan"])}
+        if "flow_finish" in self.plan.outputs:
+            values["flow_finish"] = np.where(bad[:, None], np.nan, run["finish"][:, t.flow_slice])
+        if "resource_bytes" in self.keep:
+            link_bytes = np.where(bad[:, None], np.nan, run["resource_bytes"][:, t.link_slice])
             if "link_bytes" in self.plan.outputs:
                 values["link_bytes"] = link_bytes
             if "link_utilization" in self.plan.outputs:
+                capacity = np.broadcast_to(network.capacity, (status.size, network.capacity.shape[-1]))
                 span = np.where(values["makespan"] > 0, values["makespan"], 1.0)  # as Result.link_utilization
-                values["link_utilization"] = link_bytes / (arrays[0][:, : self.n_links] * span[:, None])
+                values["link_utilization"] = link_bytes / (capacity[:, t.link_slice] * span[:, None])
         return values
-
-
-@functools.lru_cache(maxsize=16)
-def _kernel(max_events: int, flows: bool, links: bool, batched_program: bool, devices: tuple[jax.Device, ...]):
-    """The jitted, sharded batch function (cached: sweeps of one shape share one compile)."""
-
-    def one(capacity, latency, route, size, release, overhead, after):
-        s = kernels.run(kernels.Network(capacity, latency),
-                        kernels.Program(route, size, release, overhead, after), max_events=max_events)
-        out = {"status": s.status, "events": s.events, "makespan": jnp.max(s.finish)}
-        if flows:
-            out["flow_finish"] = s.finish
-        if links:
-            out["link_bytes"] = s.resource_bytes
-        return out
-
-    b = 0 if batched_program else None
-    in_axes = (0, 0, b, 0, b, b, b)
-    mesh = Mesh(np.array(devices), ("batch",))
-    specs = tuple(P("batch") if ax == 0 else P() for ax in in_axes)
-    # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
-    # which the varying-axes check would reject
-    mapped = jax.shard_map(jax.vmap(one, in_axes=in_axes), mesh=mesh, in_specs=specs, out_specs=P("batch"),
-                           check_vma=False)
-    return in_axes, jax.jit(mapped), tuple(NamedSharding(mesh, s) for s in specs)
 
 
 def _free_memory(device: jax.Device) -> int:
@@ -451,11 +453,29 @@ def _meta(sweep: Sweep, plan: Plan) -> dict[str, Any]:
         d = {"name": a.name, "description": a.describe(), "labels": a.labels() if a.size else []}
         if isinstance(a, ArrayAxis) and not a.sampled:
             d["values"] = list(a.values)
+        if isinstance(a, MessageSize) and not a.sampled:
+            d["sizes"] = _message_sizes(a, sweep.scenario)
+            if d["sizes"] is not None:
+                d["labels"] = [format_bytes(b) for b in d["sizes"]]
         axes.append(d)
     return {"format": FORMAT, "version": VERSION, "fingerprint": sweep.fingerprint(),
+            "max_events": plan.template.max_events,
             "spec": json.dumps(sweep.describe()), "name": sweep.name or sweep.scenario.name,
             "n_points": plan.n_points, "axes": json.dumps(axes), "grid_shape": json.dumps(plan.grid_shape),
             "outputs": json.dumps(list(plan.outputs))}
+
+
+def _message_sizes(axis: MessageSize, base: Scenario) -> list[float] | None:
+    """Bytes per matched flow at each of the axis's values: its values, or its scales times the one size
+    the matched flows share in the base scenario (None when they differ: the labels stay scales)."""
+    if not axis.is_scale:
+        return list(axis.values)
+    flows = base.flows
+    sizes = {flows[i].bytes for i in match_ids([f.id for f in flows], axis.match, f"axis {axis.name!r}.flows")}
+    if len(sizes) != 1:
+        return None
+    (b,) = sizes
+    return [b * s for s in axis.values]
 
 
 def _layout(sweep: Sweep, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:

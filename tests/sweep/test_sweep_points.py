@@ -8,7 +8,8 @@ import pytest
 from sweep_cases import CHUNK, diamond, grid_sweep, modified, move_f3, one_link, reference, scenario_sweep
 
 import netsim
-from netsim.sweep import UNBUILT, FailedLinks, LinkBandwidth, LinkLatency, MessageSize, Sweep, SweepError
+from netsim import Status
+from netsim.sweep import FailedLinks, LinkBandwidth, LinkLatency, MessageSize, Sweep, SweepError
 
 
 def test_grid_closed_form_one_link():
@@ -47,8 +48,12 @@ def test_scenario_axes_reroute_and_report_unbuilt_points():
     assert result.grid_shape == (2, 3, 3)
     status = result.grid("status")
     # failing bd disconnects b from d (flow f2): those 6 points cannot be built
-    assert np.all(status[:, :, 2] == UNBUILT) and np.all(np.isnan(result.grid("makespan")[:, :, 2]))
+    assert np.all(status[:, :, 2] == Status.NOT_BUILT) and np.all(np.isnan(result.grid("makespan")[:, :, 2]))
     assert any("'f2'" in e and "bd" in e for e in result.errors)
+    unbuilt = int(np.flatnonzero(result.status == Status.NOT_BUILT)[0])
+    (why,) = result.reasons(unbuilt)  # the Status sentence, with the scenario's own error
+    assert why.startswith("its scenario could not be built: ") and "'f2'" in why
+    assert result.point_status(unbuilt) is Status.NOT_BUILT and result.reasons(0) == []
     assert np.all(status[:, :, :2] == 0)
     for i, scale in enumerate([1.0, 3.0]):
         for j, src in enumerate(["c", "a", "b"]):

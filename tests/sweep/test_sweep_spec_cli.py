@@ -19,6 +19,10 @@ import dataclasses
 def slower(scenario, factor):
     return dataclasses.replace(scenario, links=tuple(
         dataclasses.replace(x, bandwidth=x.bandwidth / factor) for x in scenario.links))
+def picky(scenario, factor):
+    if factor > 2:
+        raise ValueError(f"factor {factor} is too large")
+    return scenario
 '''
 
 
@@ -58,6 +62,10 @@ def test_spec_units_and_callback_match_the_python_api(tmp_path):
     ({"axes": [{"kind": "python", "function": "cb.py:nope", "values": [1]}]}, "axes[0].function"),
     ({"axes": []}, "axes: expected a non-empty list"),
     ({"sample": 3}, "unknown field(s) ['sample']"),
+    ({"seed": "x"}, "seed: expected an integer >= 0, got 'x'"),
+    ({"samples": "4"}, "samples: expected a positive integer"),
+    ({"outputs": "flow_finish"}, "outputs: expected a list"),
+    ({"axes": [{"kind": "bandwidth", "scale_range": [1, 2], "log": "false"}]}, "axes[0].log: expected true or false"),
 ])
 def test_spec_errors_name_the_field(tmp_path, change, message):
     from netsim.sweep import load_spec
@@ -81,12 +89,41 @@ def test_cli_runs_resumes_and_plots(tmp_path, capsys):
     assert args.handler(args) == 0
     text = capsys.readouterr()
     assert "8 points: 8 finished, 0 failed, 0 not run" in text.out and "8/8 points" in text.err
+    # sizes and bandwidths read with units (the best point has the smaller message, the faster links)
+    best = next(line for line in text.out.splitlines() if line.startswith("best"))
+    assert "f1=1 MiB" in best and "slow=1" in best and " GB/s" in best
     assert png.stat().st_size > 10_000 and load(out).complete
     assert args.handler(args) == 0  # all chunks done: resuming runs nothing and reports the same
     assert "8 points: 8 finished" in capsys.readouterr().out
     other = parser.parse_args(["sweep", str(spec), "--out", str(out), "--samples", "4"])
     assert other.handler(other) == 2
     assert "holds a different sweep" in capsys.readouterr().err
+
+
+def test_cli_refuses_bad_arguments_before_writing(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    _sweep_cli.register(parser.add_subparsers())
+    spec = _spec(tmp_path)
+    for argv, message in ((["--out", "r.h5", "--chunk-size", "-5"], "--chunk-size: expected a positive number"),
+                          (["--out", "r.json"], "HDF5; give a name ending in .h5 or .hdf5"),
+                          (["--out", "r.h5", "--samples", "0"], "samples: expected a positive integer")):
+        argv[1] = str(tmp_path / argv[1])
+        args = parser.parse_args(["sweep", str(spec), *argv])
+        assert args.handler(args) == 2
+        assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "cb.py", "spec.json"]
+    bad_seed = _spec(tmp_path, seed="x")
+    args = parser.parse_args(["sweep", str(bad_seed), "--out", str(tmp_path / "r.h5")])
+    assert args.handler(args) == 2 and "seed: expected an integer" in capsys.readouterr().err
+    assert not (tmp_path / "r.h5").exists()
+
+
+def test_a_failing_callback_names_its_axis(tmp_path):
+    from netsim.sweep import load_spec
+
+    spec = _spec(tmp_path, axes=[{"name": "slow", "kind": "python", "function": "cb.py:picky", "values": [1, 4]}])
+    with pytest.raises(SweepError, match=r"axis 'slow': build\(scenario, 4\) raised ValueError: factor 4 is too large"):
+        load_spec(spec).plan()
 
 
 def test_progress_line_counts_rate_and_eta():
@@ -109,6 +146,8 @@ def test_plots_save_pngs(tmp_path, grid_result):
     fig = plots.plot_sweep(grid_result, tmp_path / "sweep.png", x="f1_bytes", hue="a_bw", reduce="max")
     line = fig.axes[0].get_lines()
     assert len(line) == 3  # one per a_bw value
+    np.testing.assert_allclose(line[0].get_xdata(), [1e6, 4e6, 8e6, 32e6])  # f1's bytes, not its scales
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1 MB", "4 MB", "8 MB", "32 MB"]
     # max over the latency axis of the grid, in ms
     expect = np.nanmax(grid_result.grid(), axis=1)[0] / 1e-3
     np.testing.assert_allclose(line[0].get_ydata(), expect)
@@ -120,6 +159,19 @@ def test_plots_save_pngs(tmp_path, grid_result):
     plots.plot_timeline(result, tmp_path / "timeline.png")
     for name in ("sweep", "busbw", "util", "util_row", "timeline"):
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_random_sweep_plot_draws_a_discrete_axis_as_categories():
+    from netsim.sweep import LinkBandwidth, MessageSize, Sweep
+
+    result = Sweep(diamond(), [LinkBandwidth("bw", scale_range=(0.5, 2.0), independent=True),
+                               MessageSize("f1_bytes", match="f1", value=[1e6, 8e6])],
+                   samples=8, seed=1).run(progress=False, chunk_size=CHUNK)
+    fig = plots.plot_sweep(result, x="bw", hue="f1_bytes")
+    assert len(fig.axes) == 1  # a legend, no colour bar
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["f1_bytes=1 MB", "f1_bytes=8 MB"]
+    drawn = sum(len(c.get_offsets()) for c in fig.axes[0].collections)
+    assert drawn == 8
 
 
 def test_busbw_is_nccl_tests_convention():
@@ -140,3 +192,11 @@ def test_example_specs_plan():
     for path in specs:
         plan = load_spec(path).plan()
         assert plan.n_points > 0 and any(h is not None for h in plan.hosts), path.name
+    # message sizes are reported as bytes with units: given as values, or as scales of one flow size
+    from netsim.sweep._sweep import _meta
+
+    busbw = load_spec(examples[0].parent / "sweep_pcie_busbw.json")
+    size = json.loads(_meta(busbw, busbw.plan())["axes"])[0]
+    assert size["labels"][0] == "8 KiB" and size["labels"][-1] == "32 MiB" and size["sizes"][0] == 8192
+    scaled = json.loads(_meta(grid_sweep(), grid_sweep().plan())["axes"])[2]  # f1 (4e6 B) x [0.25, 1, 2, 8]
+    assert scaled["labels"] == ["1 MB", "4 MB", "8 MB", "32 MB"] and scaled["sizes"] == [1e6, 4e6, 8e6, 32e6]

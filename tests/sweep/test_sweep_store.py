@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 from sweep_cases import CHUNK, columns, grid_sweep
 
+from netsim import Status
 from netsim.sweep import LinkBandwidth, SweepError, load
+from netsim.sweep._store import COLUMNS, checksum
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,7 +48,7 @@ def test_resume_after_exception(tmp_path, uninterrupted):
     partial = load(path)
     assert not partial.complete
     np.testing.assert_array_equal(partial.status[: 2 * CHUNK], 0)  # chunks 0 and 1 are stored
-    np.testing.assert_array_equal(partial.status[2 * CHUNK :], -1)  # the rest reads as not run
+    np.testing.assert_array_equal(partial.status[2 * CHUNK :], Status.NOT_RUN)  # the rest reads as not run
     assert np.all(np.isnan(partial.makespan[2 * CHUNK :]))
     with h5py.File(path) as f:
         np.testing.assert_array_equal(f["chunk_done"][...], [1, 1, 0, 0, 0])
@@ -66,7 +68,7 @@ def test_resume_after_sigkill(tmp_path, uninterrupted):
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     partial = load(path)  # the killed writer left a readable file
     np.testing.assert_array_equal(partial.status[: 3 * CHUNK], 0)
-    np.testing.assert_array_equal(partial.status[3 * CHUNK :], -1)
+    np.testing.assert_array_equal(partial.status[3 * CHUNK :], Status.NOT_RUN)
     ran = []
     resumed = grid_sweep().run(path, progress=False, on_chunk=ran.append)
     assert ran == [3, 4]
@@ -82,7 +84,7 @@ def test_a_different_sweep_is_refused(tmp_path, uninterrupted):
         other.run(path, progress=False)
     replaced = other.run(path, progress=False, overwrite=True)
     assert replaced.complete and replaced.axis("a_bw").values[2] == 3.0
-    assert not Path(tmp_path, ".tmp-x.h5").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.h5"]  # no temporary file left
 
 
 def test_file_layout(tmp_path):
@@ -94,3 +96,92 @@ def test_file_layout(tmp_path):
         assert f["flow_finish"].chunks is None  # contiguous and allocated at creation: no metadata writes later
         assert [x.decode() for x in f["link_ids"][...]] == ["ab", "bd", "ac", "cd"]
         assert f["axes/f1_bytes/value"].shape == (24,)
+
+
+# --- reliability: bad arguments write nothing; damaged or unfinished rows are recomputed --------------
+def test_bad_chunk_size_or_suffix_writes_no_file(tmp_path):
+    for bad in (-5, 0, 2.5, True):
+        with pytest.raises(SweepError, match="chunk_size: expected a positive integer"):
+            grid_sweep().run(tmp_path / "r.h5", chunk_size=bad, progress=False)
+    with pytest.raises(SweepError, match=r"out: .*x\.json.*HDF5.*\.h5 or \.hdf5"):
+        grid_sweep().run(tmp_path / "x.json", chunk_size=CHUNK, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_resume_reruns_chunks_with_rows_not_run(tmp_path, uninterrupted):
+    # a chunk marked done (with a matching checksum) whose rows still say NOT_RUN is not final
+    path = tmp_path / "n.h5"
+    grid_sweep().run(path, chunk_size=CHUNK, progress=False)
+    with h5py.File(path, "r+") as f:
+        f["status"][6] = Status.NOT_RUN
+        rows = {k: f[k][CHUNK : 2 * CHUNK] for k in COLUMNS if k in f}
+        f["chunk_checksum"][1] = checksum(rows)
+    ran = []
+    resumed = grid_sweep().run(path, progress=False, on_chunk=ran.append)
+    assert ran == [1]
+    _assert_same(resumed, uninterrupted)
+
+
+def test_damaged_chunk_is_recomputed_not_trusted(tmp_path, uninterrupted, capsys):
+    path = tmp_path / "d.h5"
+    grid_sweep().run(path, chunk_size=CHUNK, progress=False)
+    with h5py.File(path) as f:  # where chunk 2's rows of each column lie in the file
+        spans = [(f[k].id.get_offset() + 2 * CHUNK * f[k][0].nbytes, CHUNK * f[k][0].nbytes)
+                 for k in COLUMNS if k in f]
+    rng = np.random.default_rng(0)
+    with open(path, "r+b") as raw:  # overwrite them with garbage, behind HDF5's back
+        for offset, n in spans:
+            raw.seek(offset)
+            raw.write(rng.bytes(n))
+    capsys.readouterr()
+    damaged = load(path)  # read: the chunk's rows are shown as not run, not as garbage
+    assert "chunk 2 (rows 10-14) does not match its checksum" in capsys.readouterr().err
+    np.testing.assert_array_equal(damaged.status[10:15], Status.NOT_RUN)
+    assert np.all(np.isnan(damaged.makespan[10:15])) and not damaged.complete
+    ran = []
+    resumed = grid_sweep().run(path, progress=False, on_chunk=ran.append)
+    err = capsys.readouterr().err
+    assert ran == [2] and "chunk 2 (rows 10-14) does not match its checksum" in err and "recomputing" in err
+    _assert_same(resumed, uninterrupted)
+
+
+def test_a_sweep_in_use_is_reported(tmp_path):
+    path = tmp_path / "busy.h5"
+    grid_sweep().run(path, chunk_size=CHUNK, progress=False)
+    hold = subprocess.Popen([sys.executable, "-c", "import h5py, sys, time; f = h5py.File(sys.argv[1], 'r+'); "
+                             "print('open', flush=True); time.sleep(60)", str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert hold.stdout.readline().strip() == "open"
+        with pytest.raises(SweepError, match="in use by another sweep"):
+            grid_sweep().run(path, progress=False)
+        with pytest.raises(SweepError, match="in use by another sweep"):
+            load(path)
+    finally:
+        hold.kill()
+        hold.wait()
+        hold.stdout.close()
+
+
+def test_stale_temporary_files_are_removed(tmp_path, capsys):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale, live = tmp_path / f".t.h5.tmp-{dead.pid}", tmp_path / f".t.h5.tmp-{os.getppid()}"
+    stale.write_bytes(b"half-written by a killed run")
+    live.write_bytes(b"being written by a running one")
+    grid_sweep().run(tmp_path / "t.h5", chunk_size=CHUNK, progress=False)
+    assert not stale.exists() and live.exists()
+    assert f"removed {stale}" in capsys.readouterr().err
+
+
+def test_version_1_files_are_read_but_not_resumed(tmp_path):
+    path = tmp_path / "v1.h5"
+    grid_sweep().run(path, chunk_size=CHUNK, progress=False)
+    with h5py.File(path, "r+") as f:  # as version 1 wrote an interrupted sweep: -1 for rows not run
+        f.attrs["version"] = 1
+        f["status"][20:] = -1
+        del f["chunk_checksum"]
+    old = load(path)
+    np.testing.assert_array_equal(old.status[20:], Status.NOT_RUN)
+    assert old.reasons(20) == ["not run yet"] and old.reasons(0) == []
+    with pytest.raises(SweepError, match=r"sweep file version 1.*--overwrite"):
+        grid_sweep().run(path, progress=False)
