@@ -169,9 +169,9 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
 
     net, prog = jax.tree.map(pad, (network, program), axes, is_leaf=lambda a: a is None)
     fn, shardings = _runner(max_events, keep, loop, tolerance, axes, devices)
-    args = jax.tree.map(lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
-                        (net, prog), shardings)
-    with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
+    with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
+        args = jax.tree.map(lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
+                            (net, prog), shardings)
         out = fn(*args)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
