@@ -1,0 +1,94 @@
+"""The one batch engine: compile_batch / run_batch against one-by-one simulation, its batching rule,
+padding, status and errors."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+from scenarios import PAD, random_scenario
+
+import netsim
+from netsim import Flow, Link, Scenario, ScenarioError, SimulationError, Status
+
+
+def test_batch_equals_one_by_one():
+    scenarios = [random_scenario(seed) for seed in range(5)]
+    batch = netsim.compile_batch(scenarios, shape=PAD)
+    assert batch.shape == PAD and len(batch.compiled) == 5
+    run = batch.run(keep=("makespan", "finish", "resource_bytes"))
+    for i, sc in enumerate(scenarios):
+        one = netsim.simulate(netsim.compile_scenario(sc, shape=PAD))
+        np.testing.assert_array_equal(run["finish"][i][batch.compiled[i].flow_slice], one.flow_finish)
+        np.testing.assert_array_equal(run["resource_bytes"][i][batch.compiled[i].link_slice], one.link_bytes)
+        assert run["makespan"][i] == one.makespan and run.events[i] == one.events
+    assert np.all(run.ok)
+
+
+def test_compile_batch_pads_to_the_largest_without_compiling_twice():
+    small = Scenario((Link("l", "a", "b", 1e9),), (Flow("f", "a", "b", 1e6),))
+    big = random_scenario(0)
+    batch = netsim.compile_batch([small, big])
+    assert batch.compiled[0].shape == batch.compiled[1].shape == netsim.compile_scenario(big).shape
+    np.testing.assert_allclose(batch.run()["makespan"][0], 1e-3, rtol=1e-12)
+
+
+def test_shared_program_under_many_networks():
+    """A leaf without a batch axis is shared: one program, a bandwidth vector per point."""
+    compiled = netsim.compile_scenario(random_scenario(1), shape=PAD)
+    scales = np.array([0.5, 1.0, 2.0, 4.0])
+    net = netsim.kernels.Network(compiled.network.capacity[None, :] * scales[:, None],
+                                 np.broadcast_to(compiled.network.latency, (4, PAD.resources)))
+    axes = netsim.batch_axes(net, compiled.program)
+    assert axes[0].capacity == 0 and axes[1].route is None
+    run = netsim.run_batch(net, compiled.program, max_events=compiled.max_events, width=8)
+    for k, s in enumerate(scales):
+        net_k = netsim.kernels.Network(compiled.network.capacity * s, compiled.network.latency)
+        one = netsim.simulate(dataclasses.replace(compiled, network=net_k))
+        assert run["makespan"][k] == one.makespan
+
+
+def test_status_without_throw_and_with():
+    compiled = netsim.compile_scenario(random_scenario(2), shape=PAD)
+    prog = netsim.stack([compiled.program] * 2)
+    run = netsim.run_batch(compiled.network, prog, max_events=3, throw=False)
+    assert np.all(run.status == Status.MAX_EVENTS)
+    with pytest.raises(SimulationError, match=r"2 of 2 points did not finish; point 0: hit max_events=3"):
+        run.check()
+
+
+def test_runs_in_float64_without_the_callers_x64():
+    compiled = netsim.compile_scenario(random_scenario(3), shape=PAD)
+    want = netsim.simulate(compiled).makespan
+    with jax.enable_x64(False):
+        got = netsim.run_batch(compiled.network, netsim.stack([compiled.program]), max_events=compiled.max_events)
+    assert got["makespan"][0] == want
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"keep": ("nope",)}, r"keep: unknown output\(s\) \['nope'\]"),
+    ({"size_rows": 3}, r"batch: the batched inputs disagree on the batch size \(\[2, 3\]\)"),
+    ({"route_rank": 4}, r"program.route: expected 2 dimensions \(shared\) or 3 \(batched\), got shape"),
+])
+def test_bad_batches(kwargs, match):
+    compiled = netsim.compile_scenario(random_scenario(4), shape=PAD)
+    p = compiled.program
+    prog = netsim.stack([p, p])
+    if "size_rows" in kwargs:
+        prog = netsim.kernels.Program(prog.route, np.stack([p.size] * kwargs.pop("size_rows")), prog.release,
+                                      prog.overhead, prog.after)
+    if "route_rank" in kwargs:
+        kwargs.pop("route_rank")
+        prog = netsim.kernels.Program(p.route[None, None, None], p.size, p.release, p.overhead, p.after)
+    with pytest.raises(ScenarioError, match=match):
+        netsim.run_batch(compiled.network, prog, max_events=compiled.max_events, **kwargs)
+
+
+def test_empty_and_bad_scenarios():
+    with pytest.raises(ScenarioError, match="scenarios: an empty batch"):
+        netsim.compile_batch([])
+    bad = Scenario((Link("l", "a", "b", 1e9),), (Flow("f", "a", "zz", 1e6),))
+    with pytest.raises(ScenarioError, match=r"scenarios\[1\]: flows\[0\] \(id 'f'\)\.dst: unknown node 'zz'"):
+        netsim.compile_batch([random_scenario(0), bad])
