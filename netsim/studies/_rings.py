@@ -25,10 +25,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._batch import compile_batch
+from .._compile import Shape
 from .._scenario import Flow, Scenario, ScenarioError
-from ._base import Fabric
-from ._collectives_batch import Shape, makespans
-from .collectives import Collective, allreduce, bus_factor, quantity
+from ..workloads import Collective, Fabric, allreduce, bus_factor
+from ..workloads.collectives import quantity
 
 __all__ = ["RingPlan", "RingSearch", "crossings", "search_rings"]
 
@@ -143,16 +144,20 @@ def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: fl
 
     finals = [default] + [c for c in refined if _key(c) != _key(default)]
     rings = [search.plan(c) for c in finals]
-    times = makespans([_ring_allreduce(r, size, chunks).scenario(fabric) for r in rings],
-                      shape=dataclasses.replace(search.shape, items=64))
+    times = _makespans([r.allreduce(size, chunks=chunks, name="search").scenario(fabric) for r in rings],
+                       shape=dataclasses.replace(search.shape, items=64))
     scale = size * bus_factor("allreduce", n)  # busbw = scale / time
     plans = [dataclasses.replace(r, time=float(t), busbw=float(scale / t)) for r, t in zip(rings, times, strict=True)]
     order = sorted(range(len(plans)), key=lambda i: (_rounded(times[i], times.min()), i))
     return RingSearch(tuple(plans[i] for i in order[:top]), plans[0], size, search.evaluated)
 
 
-def _ring_allreduce(plan: RingPlan, size: float, chunks: int) -> Collective:
-    return plan.allreduce(size, chunks=chunks, name="search")
+def _makespans(scenarios: Sequence[Scenario], *, shape: Shape, width: int | None = None) -> np.ndarray:
+    """Makespan (s) of each scenario, simulated in vmapped batches of `width` (default: all at once) laid
+    out at (at least) `shape`, so that batches of one search share one compile."""
+    width = width or len(scenarios)
+    return np.concatenate([compile_batch(scenarios[lo:lo + width], shape=shape).run(width=width)["makespan"]
+                           for lo in range(0, len(scenarios), width)])
 
 
 def _rounded(t: float, best: float) -> int:
@@ -268,7 +273,7 @@ class _Search:
                                            for i, (a, b, o) in enumerate(hops)]) for hops in batches]
         if count:
             self.evaluated += len(scenarios)
-        return makespans(scenarios, shape=self.shape, width=self.WIDTH)
+        return _makespans(scenarios, shape=self.shape, width=self.WIDTH)
 
     def plan(self, c: Candidate) -> RingPlan:
         hops = self._hops(c)

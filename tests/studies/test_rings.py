@@ -15,9 +15,9 @@ import pytest
 
 import netsim
 from netsim._routing import LinkGraph
+from netsim.studies import crossings, search_rings
 from netsim.topology import ServerPlan, Topology, build_server, cable, preset
-from netsim.workloads import collectives as coll
-from netsim.workloads.pathsearch import crossings, search_rings
+from netsim.workloads import allreduce
 
 GB = 1e9
 PAD = netsim.Shape(items=512, hops=16, after=4, resources=64)
@@ -41,9 +41,15 @@ def socket_links(topo: Topology) -> list[str]:
     return [x.id for x in topo.links if topo.kind[x.src] == topo.kind[x.dst] == "cpu"]
 
 
-def test_search_crosses_the_socket_link_twice():
+@pytest.fixture(scope="module")
+def alternating():
+    """The alternating server and its search at SIZE (shared: a search of 8 ranks takes seconds)."""
     topo = alternating_server()
-    found = search_rings(topo, size=SIZE)
+    return topo, search_rings(topo, size=SIZE)
+
+
+def test_search_crosses_the_socket_link_twice(alternating):
+    topo, found = alternating
     best, default = found.best[0], found.default
     assert default.order == topo.gpus() and crossings(default, socket_links(topo)) == 8
     assert crossings(best, socket_links(topo)) == 2  # the minimum for a ring over both sockets
@@ -115,7 +121,7 @@ def test_small_search_finds_the_exhaustive_optimum():
     times = []
     for rest in itertools.permutations(ranks[1:]):
         order = [ranks[0], *rest]
-        compiled = netsim.compile_scenario(coll.allreduce(ranks, SIZE, rings=[order]).scenario(topo), shape=PAD)
+        compiled = netsim.compile_scenario(allreduce(ranks, SIZE, rings=[order]).scenario(topo), shape=PAD)
         times.append(netsim.simulate(compiled, max_events=PAD.max_events).makespan)
     assert found.best[0].time == pytest.approx(min(times), rel=1e-9)
     assert found.default.time == pytest.approx(times[0], rel=1e-9)
