@@ -253,20 +253,23 @@ def run_jobs(
     placed: list[tuple[Job, tuple[str, ...], float]] = []
     runs: dict[str, JobRun] = {}
     result: Result | None = None
-    load: dict[str, float] = {}
     t = 0.0
 
     def simulate_placed() -> None:
-        nonlocal runs, result, load
+        nonlocal runs, result
         runs, result = run_placed(fabric, placed, collectives=collectives, shape=shape)
-        load = _link_load(result, runs, t)
+
+    def load() -> dict[str, float]:
+        # read at each decision, from the jobs still running at t: a job that has finished since the
+        # latest simulation no longer loads its links
+        return _link_load(result, runs, t) if policy == "contention" and result is not None else {}
 
     while queue:
         busy = {g for job, gs, _ in placed if runs[job.id].finish > t for g in gs}
         free = [g for g in gpus if g not in busy]
         changed = False
         while queue and queue[0].arrival <= t:
-            chosen = choose(policy, cluster, free, queue[0], load)
+            chosen = choose(policy, cluster, free, queue[0], load())
             if chosen is None:
                 break  # FIFO: the head waits, and so does everyone behind it
             placed.append((queue.pop(0), chosen, t))

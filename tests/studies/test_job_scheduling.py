@@ -150,6 +150,30 @@ def test_contention_policy_shortens_jobs_on_a_fragmented_cluster():
     assert got["contention"].mean_jct < got["topology"].mean_jct
 
 
+def test_contention_policy_ignores_jobs_that_have_finished():
+    # 3 servers of 3 GPUs. At t = 0, a (3 GPUs, heavy AllReduce, short) fills n0; d1 and d2 (2 GPUs each,
+    # compute only, long) take n1 and n2, leaving n1/gpu2 and n2/gpu2. c (2 GPUs) arrives after a has
+    # finished: n0 is a free server whose links carry nothing now. Load read from the simulation made at
+    # t = 0 would still count a's ring on every n0 link and send c across the NICs to n1/gpu2 + n2/gpu2;
+    # the load of the jobs still running (d1, d2: no traffic) leaves c on n0, as packed does.
+    topo = servers(3, 3)
+    gpus = [f"n{s}/gpu{g}" for s in range(3) for g in range(3)]
+    jobs = [
+        Job("a", 0.0, 3, 1, compute=0.01, pattern="allreduce", comm_bytes=1e9),
+        Job("d1", 0.0, 2, 1, compute=2.0, pattern="none"),
+        Job("d2", 0.0, 2, 1, compute=2.0, pattern="none"),
+        Job("c", 0.5, 2, 2, compute=0.01, pattern="allreduce", comm_bytes=1e9),
+    ]
+    got = {p: run_jobs(topo, jobs, gpus=gpus, policy=p, shape=PAD) for p in ("packed", "contention")}
+    a, d1, d2, c = got["contention"].runs
+    assert a.gpus == ("n0/gpu0", "n0/gpu1", "n0/gpu2") and a.finish < c.job.arrival < d1.finish
+    assert (d1.gpus, d2.gpus) == (("n1/gpu0", "n1/gpu1"), ("n2/gpu0", "n2/gpu1"))
+    assert c.gpus == ("n0/gpu0", "n0/gpu1") == got["packed"].runs[3].gpus
+    # inside one server the ring runs at PCIe speed: compute + 2 (n - 1) S/n / PCIE per iteration
+    assert c.iteration_time == pytest.approx(0.01 + ring_time(2, 1e9, PCIE), rel=1e-12)
+    assert got["contention"].mean_jct == pytest.approx(got["packed"].mean_jct, rel=1e-12)
+
+
 # --- contention between jobs ----------------------------------------------------------------------
 
 
