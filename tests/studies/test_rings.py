@@ -128,9 +128,38 @@ def test_small_search_finds_the_exhaustive_optimum():
     assert min(times) < times[0]  # the default order 0, 1, 2, 3 crosses 4 times: not optimal
 
 
+def test_step_overhead_scores_rings_as_simulate_does(alternating):
+    # The search scores each ring with the AllReduce a user then builds from the plan: with a step
+    # overhead, its time and busbw are exactly netsim.simulate's for that collective. The overhead costs
+    # at most once per step, 2(n - 1) in all (less where a hop off the bottleneck link has slack).
+    topo, plain = alternating
+    found = search_rings(topo, size=SIZE, step_overhead="2 us")
+    for plan, base in ((found.best[0], plain.best[0]), (found.default, plain.default)):
+        c = plan.allreduce(SIZE, step_overhead=2e-6)
+        t = netsim.simulate(c.scenario(topo)).makespan
+        assert plan.time == pytest.approx(t, rel=1e-12)
+        assert plan.busbw == pytest.approx(c.busbw(t), rel=1e-12)
+        assert base.time < plan.time <= base.time + 2 * 7 * 2e-6 * (1 + 1e-9)
+    assert found.best[0].order == plain.best[0].order
+
+
+def test_crossings_match_whole_link_ids(alternating):
+    topo, found = alternating
+    best = found.best[0]
+    sockets = socket_links(topo)
+    assert sorted(sockets) == ["cpu0->cpu1", "cpu1->cpu0"]
+    # one id alone is one id, not its characters; each direction is crossed once
+    assert crossings(best, "cpu0->cpu1") == crossings(best, ["cpu0->cpu1"]) == 1
+    assert crossings(best, sockets) == 2
+    # no patterns, no prefixes: only whole ids match
+    assert crossings(best, "cpu*") == crossings(best, ["cpu0"]) == crossings(best, []) == 0
+    with pytest.raises(netsim.ScenarioError, match="links"):
+        crossings(best, [3])
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"ranks": ["gpu0"]}, "ranks"), ({"size": 0.0}, "size"), ({"top": 0}, "top"),
-    ({"vias": ["nowhere"]}, "vias")])
+    ({"vias": ["nowhere"]}, "vias"), ({"step_overhead": "-1 us"}, "step_overhead")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(netsim.ScenarioError, match=match):
         search_rings(preset("pcie-4gpu-switch"), **kwargs)
