@@ -20,10 +20,9 @@ import jax
 import netsim
 from netsim import Link, Scenario
 from netsim._scenario import write_atomic
+from netsim.studies import crossings, search_rings
 from netsim.topology import ServerPlan, build_server, preset
-from netsim.workloads import LinkFabric
-from netsim.workloads.collectives import allreduce, alltoall
-from netsim.workloads.pathsearch import crossings, search_rings
+from netsim.workloads import LinkFabric, allreduce, alltoall
 
 MiB = 2**20
 B, ALPHA = 25e9, 1e-6  # per link: bytes/s, s

@@ -19,9 +19,9 @@ import numpy as np
 import netsim
 from netsim._scenario import write_atomic
 from netsim.data import trace_path
+from netsim.studies import colocation_matrix, run_jobs
 from netsim.topology import cluster, leaf_spine, pcie_server
-from netsim.workloads.jobs import MODELS, Job, colocation_matrix, run_jobs
-from netsim.workloads.pipeline import Offload, TransformerStage, pipeline
+from netsim.workloads import MODELS, Job, Offload, TransformerStage, pipeline
 
 HERE = Path(__file__).resolve().parent
 
@@ -130,13 +130,7 @@ FRAGMENTED = [
     ("J", "MoE", 0.0, 2, 8),
 ]
 # every simulation of the traces and of --report shares one padded shape: one compile
-JOB_PAD = {
-    "pad_items": 1024,
-    "pad_hops": 16,
-    "pad_after": 8,
-    "pad_resources": 128,
-    "max_events": 3 * 1024 + 16,
-}
+JOB_PAD = netsim.Shape(items=1024, hops=16, after=8, resources=128)
 
 
 def make_jobs(rows) -> list[Job]:
@@ -147,7 +141,7 @@ def jobs() -> dict[str, tuple]:
     out = {}
     topo = job_cluster()
     for policy in ("packed", "spread"):
-        sched = run_jobs(topo, make_jobs(TRACE), gpus=topo.gpus(), policy=policy, compile_options=JOB_PAD)
+        sched = run_jobs(topo, make_jobs(TRACE), gpus=topo.gpus(), policy=policy, shape=JOB_PAD)
         out[f"jobs_trace_{policy}"] = (
             sched,
             f"6-job trace (FSDP, MobileNetV3, MoE, Transformer-XL, DLRM, "
@@ -157,7 +151,7 @@ def jobs() -> dict[str, tuple]:
     star = job_cluster(leaves=1, oversubscription=1.0)
     for policy in ("topology", "contention"):
         sched = run_jobs(
-            star, make_jobs(FRAGMENTED), gpus=star.gpus(), policy=policy, compile_options=JOB_PAD
+            star, make_jobs(FRAGMENTED), gpus=star.gpus(), policy=policy, shape=JOB_PAD
         )
         out[f"jobs_fragmented_{policy}"] = (
             sched,
@@ -228,7 +222,7 @@ def report() -> None:
     b = ["n0/gpu2", "n0/gpu3", "n1/gpu2", "n1/gpu3"]
     its = {"FSDP": 1, "Transformer-XL": 2, "MoE": 3, "DLRM": 6, "MobileNetV3": 4, "GraphSage": 6}
     zoo = [Job.of(m, m, arrival=0.0, gpus=4, iterations=its[m]) for m in names]
-    model = colocation_matrix(topo, zoo, a, b, compile_options=JOB_PAD)
+    model = colocation_matrix(topo, zoo, a, b, shape=JOB_PAD)
     np.set_printoptions(precision=3, suppress=True, linewidth=150)
     print(f"\npairwise throughput ratios, 4 GPUs on 2 servers each, rows/cols {names}")
     print("measured (DeepShare):\n", meas, "\nmodel:\n", model)

@@ -13,6 +13,7 @@ if not _os.path.isdir(_os.path.join(__path__[0], "kernels")):
     __path__.append(_os.path.dirname(_os.path.abspath(__path__[0])))
 
 from . import kernels as kernels
+from . import studies as studies
 from . import topology as topology
 from . import workloads as workloads
 from ._batch import Batch as Batch

@@ -1,12 +1,31 @@
-"""Workload compilers: what users run, as flows, compute tasks and dependencies on any topology."""
+"""Workload compilers: what users run, as flows, compute tasks and dependencies on any topology.
+
+Everything here builds a `Workload` (or a scenario) without simulating it; questions answered by
+simulating many of them (size sweeps, ring search, job scheduling) live in `netsim.studies`.
+"""
 
 from ._base import Fabric as Fabric
 from ._base import LinkFabric as LinkFabric
 from ._base import Workload as Workload
 from ._base import concat as concat
-from .collectives import BUS_FACTOR as BUS_FACTOR
+from ._jobs import MODELS as MODELS
+from ._jobs import PATTERNS as PATTERNS
+from ._jobs import Job as Job
+from ._jobs import Model as Model
+from ._jobs import job_workload as job_workload
+from ._pipeline import SCHEDULES as SCHEDULES
+from ._pipeline import Offload as Offload
+from ._pipeline import Op as Op
+from ._pipeline import Pipeline as Pipeline
+from ._pipeline import PipelineStats as PipelineStats
+from ._pipeline import Span as Span
+from ._pipeline import StageCosts as StageCosts
+from ._pipeline import TransformerStage as TransformerStage
+from ._pipeline import pipeline as pipeline
+from ._pipeline import pipeline_order as pipeline_order
+from ._placement import POLICIES as POLICIES
+from ._placement import place as place
 from .collectives import Collective as Collective
-from .collectives import SweepTable as SweepTable
 from .collectives import Transfer as Transfer
 from .collectives import allgather as allgather
 from .collectives import allreduce as allreduce
@@ -17,32 +36,4 @@ from .collectives import bus_factor as bus_factor
 from .collectives import double_tree_parents as double_tree_parents
 from .collectives import reduce as reduce
 from .collectives import reducescatter as reducescatter
-from .collectives import sweep as sweep
 from .collectives import tree_depths as tree_depths
-from .jobs import MODELS as MODELS
-from .jobs import PATTERNS as PATTERNS
-from .jobs import POLICIES as POLICIES
-from .jobs import Job as Job
-from .jobs import JobRun as JobRun
-from .jobs import Model as Model
-from .jobs import Schedule as Schedule
-from .jobs import colocation as colocation
-from .jobs import colocation_matrix as colocation_matrix
-from .jobs import job_workload as job_workload
-from .jobs import place as place
-from .jobs import run_jobs as run_jobs
-from .jobs import run_placed as run_placed
-from .pathsearch import RingPlan as RingPlan
-from .pathsearch import RingSearch as RingSearch
-from .pathsearch import crossings as crossings
-from .pathsearch import search_rings as search_rings
-from .pipeline import SCHEDULES as SCHEDULES
-from .pipeline import Offload as Offload
-from .pipeline import Op as Op
-from .pipeline import Pipeline as Pipeline
-from .pipeline import PipelineStats as PipelineStats
-from .pipeline import Span as Span
-from .pipeline import StageCosts as StageCosts
-from .pipeline import TransformerStage as TransformerStage
-from .pipeline import pipeline as pipeline
-from .pipeline import pipeline_order as pipeline_order

@@ -25,18 +25,15 @@ import collections
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from .._scenario import Flow, Scenario, ScenarioError, Task, check_number
 from .._units import format_quantity, parse_quantity
 from ._base import Fabric, Workload
-from ._collectives_batch import scaled_makespans
 
-__all__ = ["BUS_FACTOR", "Collective", "SweepTable", "Transfer", "allgather", "allreduce", "alltoall",
-           "broadcast", "bus_factor", "reduce", "reducescatter", "sweep"]
+__all__ = ["Collective", "Transfer", "allgather", "allreduce", "alltoall", "broadcast", "bus_factor", "reduce",
+           "reducescatter"]
 
 #: nccl-tests' busbw = algbw * factor(n), per collective (doc/PERFORMANCE.md, "Summary")
-BUS_FACTOR = {
+_BUS_FACTOR = {
     "allreduce": lambda n: 2 * (n - 1) / n,
     "allgather": lambda n: (n - 1) / n,
     "reducescatter": lambda n: (n - 1) / n,
@@ -47,9 +44,9 @@ BUS_FACTOR = {
 
 def bus_factor(kind: str, n: int) -> float:
     """nccl-tests' busbw / algbw ratio for collective `kind` on n ranks."""
-    if kind not in BUS_FACTOR:
-        raise ScenarioError(f"collective kind: unknown {kind!r}; known: {sorted(BUS_FACTOR)}")
-    return float(BUS_FACTOR[kind](n))
+    if kind not in _BUS_FACTOR:
+        raise ScenarioError(f"collective kind: unknown {kind!r}; known: {sorted(_BUS_FACTOR)}")
+    return float(_BUS_FACTOR[kind](n))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,64 +125,6 @@ class Collective:
     def __repr__(self) -> str:
         return (f"Collective({self.kind}/{self.algorithm}, n={self.n}, size={format_quantity(self.size, 'bytes')}, "
                 f"{len(self.workload.flows)} flows, {len(self.workload.tasks)} tasks, steps={self.steps})")
-
-
-@dataclasses.dataclass(frozen=True)
-class SweepTable:
-    """A collective's time and bandwidths over sizes, as in an nccl-tests `*_perf` table (SI units).
-
-    Attributes:
-        kind, algorithm, n: the collective swept.
-        size: S per row (bytes), in nccl-tests' sense.
-        time: simulated time per row (s).
-        algbw: S / time (bytes/s).
-        busbw: algbw * nccl-tests' bus factor (bytes/s).
-    """
-
-    kind: str
-    algorithm: str
-    n: int
-    size: np.ndarray
-    time: np.ndarray
-    algbw: np.ndarray
-    busbw: np.ndarray
-
-    def rows(self) -> list[tuple[float, float, float, float]]:
-        """(size B, time s, algbw B/s, busbw B/s) per size."""
-        return [tuple(map(float, r)) for r in zip(self.size, self.time, self.algbw, self.busbw, strict=True)]
-
-    def format(self) -> str:
-        """The table in nccl-tests' units: size (B), time (us), algbw and busbw (GB/s)."""
-        lines = [f"# {self.kind} ({self.algorithm}), {self.n} ranks",
-                 f"# {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}"]
-        for size, t, alg, bus in self.rows():
-            lines.append(f"  {size:>14.0f} {t * 1e6:>12.2f} {alg / 1e9:>13.2f} {bus / 1e9:>13.2f}")
-        return "\n".join(lines)
-
-
-def sweep(collective: Collective, fabric: Fabric, sizes: Sequence[float | str]) -> SweepTable:
-    """Simulates `collective` on `fabric` at each size S, like one run of nccl-tests' `*_perf -b -e`.
-
-    Every flow's bytes and every reduction task's duration are linear in S, so the collective is
-    compiled once and its sizes scaled inside one jitted vmap: a new list of sizes reuses the compile.
-
-    Args:
-        collective: built at any positive size (its flows set the shape; the sizes here set the bytes).
-        fabric: provides links and routes.
-        sizes: S values (bytes, or strings with units).
-
-    Raises:
-        ScenarioError: a bad size, or a collective of size 0.
-    """
-    if not collective.size > 0:
-        raise ScenarioError(f"sweep: build the collective at a positive size, got size={collective.size!r}")
-    if isinstance(sizes, str | int | float) or len(sizes) == 0:
-        raise ScenarioError(f"sizes: expected a non-empty list of sizes, got {sizes!r}")
-    values = np.array([quantity(x, "bytes", f"sizes[{i}]", positive=True) for i, x in enumerate(sizes)])
-    times = scaled_makespans(collective.scenario(fabric), values / collective.size)
-    algbw = values / times
-    return SweepTable(collective.kind, collective.algorithm, collective.n, values, times, algbw,
-                      algbw * collective.bus_factor)
 
 
 # --- public builders ------------------------------------------------------------------------------
@@ -624,4 +563,4 @@ _SCHEDULES = {
     ("alltoall", "direct"): _alltoall,
 }
 
-ALGORITHMS = {kind: tuple(a for k, a in _SCHEDULES if k == kind) for kind in BUS_FACTOR}
+ALGORITHMS = {kind: tuple(a for k, a in _SCHEDULES if k == kind) for kind in _BUS_FACTOR}

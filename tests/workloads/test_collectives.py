@@ -23,7 +23,7 @@ from netsim.workloads import LinkFabric
 from netsim.workloads import collectives as coll
 
 B, ALPHA, S = 10e9, 1e-6, 8e6  # B/s, s, bytes
-# one shape for every simulation here (and in test_pathsearch.py): one compile
+# one shape for every simulation here (and in tests/studies/test_rings.py): one compile
 PAD = netsim.Shape(items=512, hops=16, after=4, resources=64)
 EVENTS = PAD.max_events
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -171,7 +171,7 @@ def test_reduction_tasks_add_one_reduction_per_reduce_step():
     assert_time(simulate(c, ring_fabric(n)), expected)
 
 
-# --- nccl-tests accounting and sweeps -------------------------------------------------------------
+# --- nccl-tests accounting ------------------------------------------------------------------------
 
 def test_bus_factors_follow_nccl_tests():
     n = 8
@@ -183,34 +183,6 @@ def test_bus_factors_follow_nccl_tests():
     c = coll.allreduce(names(n), S)
     assert c.algbw(2e-3) == S / 2e-3
     assert c.busbw(2e-3) == S / 2e-3 * 2 * 7 / 8
-
-
-def test_sweep_matches_the_closed_form_and_tends_to_link_bandwidth():
-    # ring AllReduce: busbw = S / (N (alpha + S/(N B))) = B S / (S + N alpha B) -> B as S grows
-    n = 4
-    c = coll.allreduce(names(n), 1e6)
-    sizes = [2.0**k for k in range(10, 34, 4)]
-    table = coll.sweep(c, ring_fabric(n), sizes)
-    np.testing.assert_allclose(table.time, [2 * (n - 1) * (ALPHA + s / (n * B)) for s in sizes], rtol=1e-9)
-    np.testing.assert_allclose(table.algbw, np.array(sizes) / table.time, rtol=1e-12)
-    np.testing.assert_allclose(table.busbw, [B * s / (s + n * ALPHA * B) for s in sizes], rtol=1e-9)
-    assert table.busbw[-1] > 0.999 * B
-    assert len(table.rows()) == len(sizes) and "busbw" in table.format()
-
-
-def test_sweep_reuses_the_compile(monkeypatch):
-    # Changing sizes only scales the program's sizes: the vmapped engine is not traced again.
-    n = 4
-    fabric = ring_fabric(n)
-    c = coll.allreduce(names(n), 1e6, chunks=2)
-    coll.sweep(c, fabric, [1e5, 1e6, 1e7])
-    traces = []
-    real = netsim.kernels.run
-    monkeypatch.setattr(netsim.kernels, "run", lambda *a, **k: traces.append(1) or real(*a, **k))
-    again = coll.sweep(c, fabric, [3e5, 3e6, 3e7])
-    assert traces == []
-    one = simulate(coll.allreduce(names(n), 3e6, chunks=2), fabric)  # independent: a fresh build at 3e6
-    assert again.time[1] == pytest.approx(one.makespan, rel=1e-9)
 
 
 # --- data movement: replay the transfers against the dependency DAG -----------------------------
@@ -394,8 +366,6 @@ def test_btree_is_a_binary_tree_of_depth_ceil_log2(n):
     (lambda: coll.broadcast(names(3), S, root=3), "root"),
     (lambda: coll.allreduce(names(3), S, routes={("g0", "x"): ["l"]}), "routes"),
     (lambda: coll.allreduce(names(3), S, reduce_bandwidth=0.0), "reduce_bandwidth"),
-    (lambda: coll.sweep(coll.allreduce(names(3), S), ring_fabric(3), []), "sizes"),
-    (lambda: coll.sweep(coll.allreduce(names(3), 0.0), ring_fabric(3), [1.0]), "positive size"),
     (lambda: coll.bus_factor("gather", 4), "unknown"),
 ])
 def test_bad_arguments_name_the_field(call, match):

@@ -14,7 +14,7 @@ import netsim
 from netsim import Flow, ScenarioError
 from netsim.timeline import critical_path
 from netsim.topology import Topology, cable
-from netsim.workloads.pipeline import (
+from netsim.workloads import (
     Offload,
     StageCosts,
     TransformerStage,

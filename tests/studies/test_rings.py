@@ -15,9 +15,9 @@ import pytest
 
 import netsim
 from netsim._routing import LinkGraph
+from netsim.studies import crossings, search_rings
 from netsim.topology import ServerPlan, Topology, build_server, cable, preset
-from netsim.workloads import collectives as coll
-from netsim.workloads.pathsearch import crossings, search_rings
+from netsim.workloads import allreduce
 
 GB = 1e9
 PAD = netsim.Shape(items=512, hops=16, after=4, resources=64)
@@ -41,9 +41,15 @@ def socket_links(topo: Topology) -> list[str]:
     return [x.id for x in topo.links if topo.kind[x.src] == topo.kind[x.dst] == "cpu"]
 
 
-def test_search_crosses_the_socket_link_twice():
+@pytest.fixture(scope="module")
+def alternating():
+    """The alternating server and its search at SIZE (shared: a search of 8 ranks takes seconds)."""
     topo = alternating_server()
-    found = search_rings(topo, size=SIZE)
+    return topo, search_rings(topo, size=SIZE)
+
+
+def test_search_crosses_the_socket_link_twice(alternating):
+    topo, found = alternating
     best, default = found.best[0], found.default
     assert default.order == topo.gpus() and crossings(default, socket_links(topo)) == 8
     assert crossings(best, socket_links(topo)) == 2  # the minimum for a ring over both sockets
@@ -115,16 +121,45 @@ def test_small_search_finds_the_exhaustive_optimum():
     times = []
     for rest in itertools.permutations(ranks[1:]):
         order = [ranks[0], *rest]
-        compiled = netsim.compile_scenario(coll.allreduce(ranks, SIZE, rings=[order]).scenario(topo), shape=PAD)
+        compiled = netsim.compile_scenario(allreduce(ranks, SIZE, rings=[order]).scenario(topo), shape=PAD)
         times.append(netsim.simulate(compiled, max_events=PAD.max_events).makespan)
     assert found.best[0].time == pytest.approx(min(times), rel=1e-9)
     assert found.default.time == pytest.approx(times[0], rel=1e-9)
     assert min(times) < times[0]  # the default order 0, 1, 2, 3 crosses 4 times: not optimal
 
 
+def test_step_overhead_scores_rings_as_simulate_does(alternating):
+    # The search scores each ring with the AllReduce a user then builds from the plan: with a step
+    # overhead, its time and busbw are exactly netsim.simulate's for that collective. The overhead costs
+    # at most once per step, 2(n - 1) in all (less where a hop off the bottleneck link has slack).
+    topo, plain = alternating
+    found = search_rings(topo, size=SIZE, step_overhead="2 us")
+    for plan, base in ((found.best[0], plain.best[0]), (found.default, plain.default)):
+        c = plan.allreduce(SIZE, step_overhead=2e-6)
+        t = netsim.simulate(c.scenario(topo)).makespan
+        assert plan.time == pytest.approx(t, rel=1e-12)
+        assert plan.busbw == pytest.approx(c.busbw(t), rel=1e-12)
+        assert base.time < plan.time <= base.time + 2 * 7 * 2e-6 * (1 + 1e-9)
+    assert found.best[0].order == plain.best[0].order
+
+
+def test_crossings_match_whole_link_ids(alternating):
+    topo, found = alternating
+    best = found.best[0]
+    sockets = socket_links(topo)
+    assert sorted(sockets) == ["cpu0->cpu1", "cpu1->cpu0"]
+    # one id alone is one id, not its characters; each direction is crossed once
+    assert crossings(best, "cpu0->cpu1") == crossings(best, ["cpu0->cpu1"]) == 1
+    assert crossings(best, sockets) == 2
+    # no patterns, no prefixes: only whole ids match
+    assert crossings(best, "cpu*") == crossings(best, ["cpu0"]) == crossings(best, []) == 0
+    with pytest.raises(netsim.ScenarioError, match="links"):
+        crossings(best, [3])
+
+
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"ranks": ["gpu0"]}, "ranks"), ({"size": 0.0}, "size"), ({"top": 0}, "top"),
-    ({"vias": ["nowhere"]}, "vias")])
+    ({"vias": ["nowhere"]}, "vias"), ({"step_overhead": "-1 us"}, "step_overhead")])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(netsim.ScenarioError, match=match):
         search_rings(preset("pcie-4gpu-switch"), **kwargs)

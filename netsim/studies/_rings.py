@@ -25,10 +25,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from .._batch import compile_batch
+from .._compile import Shape
 from .._scenario import Flow, Scenario, ScenarioError
-from ._base import Fabric
-from ._collectives_batch import Shape, makespans
-from .collectives import Collective, allreduce, bus_factor, quantity
+from ..workloads import Collective, Fabric, allreduce, bus_factor
+from ..workloads.collectives import quantity
 
 __all__ = ["RingPlan", "RingSearch", "crossings", "search_rings"]
 
@@ -88,8 +89,8 @@ class RingSearch:
 
 
 def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: float | str = 2**28,
-                 vias: Sequence[str] | None = None, chunks: int = 1, top: int = 3, samples: int = 256,
-                 seed: int = 0) -> RingSearch:
+                 vias: Sequence[str] | None = None, chunks: int = 1, step_overhead: float | str = 0.0,
+                 top: int = 3, samples: int = 256, seed: int = 0) -> RingSearch:
     """Searches ring orders and per-hop routes for the fastest ring AllReduce, with the simulator.
 
     Args:
@@ -99,6 +100,9 @@ def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: fl
         vias: nodes a hop may be staged through; default the fabric's nodes of kind "mem" (none
             when the fabric has no `kind`); pass () for direct P2P only.
         chunks: chunks of the scoring AllReduce.
+        step_overhead: fixed cost per flow (s, or "2 us") of the scoring AllReduce and of the probes, as
+            `allreduce(step_overhead=...)` takes it: a plan's `time` and `busbw` are then those
+            `netsim.simulate` gives `plan.allreduce(size, chunks=chunks, step_overhead=step_overhead)`.
         top: how many distinct rings to return (and to refine by local search).
         samples: most candidate orders probed in step 2 (all orders are probed when (n-1)! fits).
         seed: for the random orders.
@@ -122,11 +126,12 @@ def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: fl
     if unknown:
         raise ScenarioError(f"vias: {unknown[:3]} are not nodes of the fabric")
     size = quantity(size, "bytes", "size", positive=True)
+    step_overhead = quantity(step_overhead, "time", "step_overhead")
     for name, value in (("top", top), ("samples", samples), ("chunks", chunks)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ScenarioError(f"{name}: must be an integer >= 1, got {value!r}")
 
-    search = _Search(fabric, ranks, (None, *vias), size / len(ranks))
+    search = _Search(fabric, ranks, (None, *vias), size / len(ranks), step_overhead)
     n = len(ranks)
     default = (tuple(range(n)), search.direct_options(tuple(range(n))))
     candidates = [default]
@@ -143,16 +148,20 @@ def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: fl
 
     finals = [default] + [c for c in refined if _key(c) != _key(default)]
     rings = [search.plan(c) for c in finals]
-    times = makespans([_ring_allreduce(r, size, chunks).scenario(fabric) for r in rings],
-                      shape=dataclasses.replace(search.shape, items=64))
+    times = _makespans([r.allreduce(size, chunks=chunks, step_overhead=step_overhead, name="search").scenario(fabric)
+                        for r in rings], shape=dataclasses.replace(search.shape, items=64))
     scale = size * bus_factor("allreduce", n)  # busbw = scale / time
     plans = [dataclasses.replace(r, time=float(t), busbw=float(scale / t)) for r, t in zip(rings, times, strict=True)]
     order = sorted(range(len(plans)), key=lambda i: (_rounded(times[i], times.min()), i))
     return RingSearch(tuple(plans[i] for i in order[:top]), plans[0], size, search.evaluated)
 
 
-def _ring_allreduce(plan: RingPlan, size: float, chunks: int) -> Collective:
-    return plan.allreduce(size, chunks=chunks, name="search")
+def _makespans(scenarios: Sequence[Scenario], *, shape: Shape, width: int | None = None) -> np.ndarray:
+    """Makespan (s) of each scenario, simulated in vmapped batches of `width` (default: all at once) laid
+    out at (at least) `shape`, so that batches of one search share one compile."""
+    width = width or len(scenarios)
+    return np.concatenate([compile_batch(scenarios[lo:lo + width], shape=shape).run(width=width)["makespan"]
+                           for lo in range(0, len(scenarios), width)])
 
 
 def _rounded(t: float, best: float) -> int:
@@ -168,8 +177,9 @@ class _Search:
 
     WIDTH = 64  # candidates per vmapped probe batch
 
-    def __init__(self, fabric: Fabric, ranks: tuple[str, ...], options: tuple[str | None, ...], part: float):
-        self.fabric, self.ranks, self.options, self.part = fabric, ranks, options, part
+    def __init__(self, fabric: Fabric, ranks: tuple[str, ...], options: tuple[str | None, ...], part: float,
+                 overhead: float):
+        self.fabric, self.ranks, self.options, self.part, self.overhead = fabric, ranks, options, part, overhead
         self.links = tuple(fabric.links)
         n = len(ranks)
         self.route: dict[tuple[int, int, int], tuple[str, ...]] = {}
@@ -262,13 +272,13 @@ class _Search:
         return [(order[i], order[(i + 1) % n], opts[i]) for i in range(n)]
 
     def _probe(self, batches: Sequence[Sequence[tuple[int, int, int]]], count: bool = True) -> np.ndarray:
-        """Makespan of each set of hops moving `part` bytes at once."""
+        """Makespan of each set of hops moving `part` bytes at once (after the step overhead)."""
         scenarios = [Scenario(self.links, [Flow(f"h{i}", self.ranks[a], self.ranks[b], self.part,
-                                                route=self.route[(a, b, o)])
+                                                overhead=self.overhead, route=self.route[(a, b, o)])
                                            for i, (a, b, o) in enumerate(hops)]) for hops in batches]
         if count:
             self.evaluated += len(scenarios)
-        return makespans(scenarios, shape=self.shape, width=self.WIDTH)
+        return _makespans(scenarios, shape=self.shape, width=self.WIDTH)
 
     def plan(self, c: Candidate) -> RingPlan:
         hops = self._hops(c)
@@ -304,8 +314,15 @@ def _distinct(cands: Sequence[Candidate]) -> list[Candidate]:
     return out
 
 
-def crossings(plan: RingPlan, links: Iterable[str]) -> int:
+def crossings(plan: RingPlan, links: str | Iterable[str]) -> int:
     """Hops of `plan` whose route uses any of `links` (e.g. the socket links): a ring across two
-    groups of ranks crosses at least twice."""
-    wanted = set(links)
+    groups of ranks crosses at least twice.
+
+    links: one link id or several, matched exactly against whole link ids (no patterns: "cpu*" matches
+    only a link whose id is "cpu*", and "cpu0" does not match "cpu0->cpu1").
+    """
+    wanted = {links} if isinstance(links, str) else set(links)
+    bad = [x for x in wanted if not isinstance(x, str)]
+    if bad:
+        raise ScenarioError(f"links: expected link ids (strings), got {bad[:3]}")
     return sum(1 for hop in plan.hops if wanted.intersection(hop))

@@ -1,0 +1,81 @@
+"""Collective size sweeps: one collective simulated at many sizes, as an nccl-tests `*_perf` run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._batch import run_batch
+from .._compile import compile_scenario
+from .._scenario import ScenarioError
+from ..kernels import Program
+from ..workloads import Collective, Fabric
+from ..workloads.collectives import quantity
+
+__all__ = ["SweepTable", "collective_sweep"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepTable:
+    """A collective's time and bandwidths over sizes, as in an nccl-tests `*_perf` table (SI units).
+
+    Attributes:
+        kind, algorithm, n: the collective swept.
+        size: S per row (bytes), in nccl-tests' sense.
+        time: simulated time per row (s).
+        algbw: S / time (bytes/s).
+        busbw: algbw * nccl-tests' bus factor (bytes/s).
+    """
+
+    kind: str
+    algorithm: str
+    n: int
+    size: np.ndarray
+    time: np.ndarray
+    algbw: np.ndarray
+    busbw: np.ndarray
+
+    def rows(self) -> list[tuple[float, float, float, float]]:
+        """(size B, time s, algbw B/s, busbw B/s) per size."""
+        return [tuple(map(float, r)) for r in zip(self.size, self.time, self.algbw, self.busbw, strict=True)]
+
+    def format(self) -> str:
+        """The table in nccl-tests' units: size (B), time (us), algbw and busbw (GB/s)."""
+        lines = [f"# {self.kind} ({self.algorithm}), {self.n} ranks",
+                 f"# {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}"]
+        for size, t, alg, bus in self.rows():
+            lines.append(f"  {size:>14.0f} {t * 1e6:>12.2f} {alg / 1e9:>13.2f} {bus / 1e9:>13.2f}")
+        return "\n".join(lines)
+
+
+def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[float | str]) -> SweepTable:
+    """Simulates `collective` on `fabric` at each size S, like one run of nccl-tests' `*_perf -b -e`.
+
+    Every flow's bytes and every reduction task's duration are linear in S, so the collective is
+    compiled once and its sizes scaled inside one jitted vmap: a new list of sizes reuses the compile.
+
+    Args:
+        collective: built at any positive size (its flows set the shape; the sizes here set the bytes).
+        fabric: provides links and routes.
+        sizes: S values (bytes, or strings with units).
+
+    Raises:
+        ScenarioError: a bad size, or a collective of size 0.
+    """
+    if not collective.size > 0:
+        raise ScenarioError(f"collective_sweep: build the collective at a positive size, got size={collective.size!r}")
+    if isinstance(sizes, str | int | float) or len(sizes) == 0:
+        raise ScenarioError(f"sizes: expected a non-empty list of sizes, got {sizes!r}")
+    values = np.array([quantity(x, "bytes", f"sizes[{i}]", positive=True) for i, x in enumerate(sizes)])
+    compiled = compile_scenario(collective.scenario(fabric))
+    p = compiled.program
+    scales = values / collective.size
+    # only the sizes vary: one shared network, routes and dependencies for every point, and a batch
+    # width rounded up to 16 so that size lists of up to 16 entries share one compile
+    program = Program(p.route, scales[:, None] * p.size[None, :], p.release, p.overhead, p.after)
+    times = run_batch(compiled.network, program, max_events=compiled.max_events, width=16)["makespan"]
+    algbw = values / times
+    return SweepTable(collective.kind, collective.algorithm, collective.n, values, times, algbw,
+                      algbw * collective.bus_factor)

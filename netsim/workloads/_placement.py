@@ -1,0 +1,155 @@
+"""GPU placement policies for jobs on a shared cluster: which free GPUs a job gets (no simulation here;
+`netsim.studies.run_jobs` calls `choose` at each scheduling event with the load of the running jobs)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+
+from .._scenario import ScenarioError
+from ._base import Fabric
+from ._jobs import Job
+
+__all__ = ["POLICIES", "Cluster", "choose", "place", "server_of"]
+
+POLICIES = ("packed", "spread", "topology", "contention")
+
+
+@dataclasses.dataclass
+class Cluster:
+    """A cluster's GPUs (in cluster order), their servers, and route hop counts (cached)."""
+
+    fabric: Fabric
+    gpus: tuple[str, ...]  # cluster order
+    server: dict[str, str]
+    hops: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+
+    def distance(self, a: str, b: str) -> int:
+        if a == b:
+            return 0
+        if (a, b) not in self.hops:
+            self.hops[a, b] = len(self.fabric.route(a, b))
+        return self.hops[a, b]
+
+    def ordered(self, chosen) -> tuple[str, ...]:
+        rank = {g: i for i, g in enumerate(self.gpus)}
+        return tuple(sorted(chosen, key=rank.__getitem__))  # server-grouped ring: one crossing per server
+
+    def pairs(self, gpus: Sequence[str], pattern: str) -> list[tuple[str, str]]:
+        if len(gpus) < 2 or pattern == "none":
+            return []
+        if pattern == "alltoall":
+            return [(a, b) for a in gpus for b in gpus if a != b]
+        return [(gpus[i], gpus[(i + 1) % len(gpus)]) for i in range(len(gpus))]
+
+
+def place(
+    policy: str,
+    fabric: Fabric,
+    free: Sequence[str],
+    job: Job,
+    *,
+    load: Mapping[str, float] | None = None,
+    server: Callable[[str], str] | None = None,
+) -> tuple[str, ...] | None:
+    """GPUs for `job` among `free` (in cluster order) under `policy` (see `choose`); None if too few are free.
+
+    load: bytes/s that running jobs put on each link (for "contention"); server: GPU -> server name
+    (default: the name up to its last "/").
+    """
+    server = server or server_of
+    return choose(policy, Cluster(fabric, tuple(free), {g: server(g) for g in free}), free, job, load or {})
+
+
+def server_of(gpu: str) -> str:
+    return gpu.rsplit("/", 1)[0]
+
+
+def choose(
+    policy: str, cluster: Cluster, free: Sequence[str], job: Job, load: Mapping[str, float]
+) -> tuple[str, ...] | None:
+    """GPUs for `job` among `free` (cluster order) under `policy`, or None when too few are free.
+
+    packed: fewest servers (best-fit server, else the servers with most free GPUs first).
+    spread: one GPU per server in turn, across as many servers as possible.
+    topology: the set with the least summed route hops between ring neighbours (all pairs for
+        all-to-all), grown greedily from every free GPU (the GPU nearest to those chosen first).
+    contention: sets grown the same way but adding, at each step, the GPU whose routes to those chosen
+        cross the least-loaded busiest link (load: bytes/s running jobs put on each link); of these and the
+        packed and spread sets, the one whose traffic crosses the least-loaded busiest link, then the least
+        total load, then the fewest hops.
+    """
+    n = job.gpus
+    if len(free) < n:
+        return None
+    if policy == "packed":
+        return cluster.ordered(_packed(cluster, free, n))
+    if policy == "spread":
+        return cluster.ordered(_spread(cluster, free, n))
+    hops = lambda chosen, g: sum(cluster.distance(c, g) + cluster.distance(g, c) for c in chosen)
+    hop_cost = lambda c: sum(cluster.distance(a, b) for a, b in cluster.pairs(c, job.pattern))
+    if policy == "topology":
+        return min((_grow(cluster, free, seed, n, hops) for seed in free), key=hop_cost)
+    if policy == "contention":
+        links = lambda pairs: {lid for a, b in pairs for lid in cluster.fabric.route(a, b)}
+        worst = lambda ids: max((load.get(lid, 0.0) for lid in ids), default=0.0)
+        step = lambda chosen, g: (
+            worst(links([(c, g) for c in chosen] + [(g, c) for c in chosen])),
+            hops(chosen, g),
+        )
+        cands = [
+            cluster.ordered(_packed(cluster, free, n)),
+            cluster.ordered(_spread(cluster, free, n)),
+            *(_grow(cluster, free, seed, n, step) for seed in free),
+        ]
+
+        def score(c):
+            used = links(cluster.pairs(c, job.pattern))
+            return (worst(used), sum(load.get(lid, 0.0) for lid in used), hop_cost(c))
+
+        return min(cands, key=score)
+    raise ScenarioError(f"policy: unknown placement policy {policy!r}; expected one of {list(POLICIES)}")
+
+
+def _by_server(cluster: Cluster, free: Sequence[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for g in free:
+        out.setdefault(cluster.server[g], []).append(g)
+    return out
+
+
+def _packed(cluster: Cluster, free: Sequence[str], n: int) -> list[str]:
+    servers = _by_server(cluster, free)
+    fits = [s for s, gs in servers.items() if len(gs) >= n]
+    if fits:
+        best = min(fits, key=lambda s: len(servers[s]))  # best fit keeps large holes for large jobs
+        return servers[best][:n]
+    out: list[str] = []
+    for s in sorted(servers, key=lambda s: -len(servers[s])):  # stable: ties keep cluster order
+        out += servers[s][: n - len(out)]
+        if len(out) == n:
+            break
+    return out
+
+
+def _spread(cluster: Cluster, free: Sequence[str], n: int) -> list[str]:
+    queues = list(_by_server(cluster, free).values())
+    out: list[str] = []
+    while len(out) < n:
+        for q in queues:
+            if q and len(out) < n:
+                out.append(q.pop(0))
+    return out
+
+
+def _grow(cluster: Cluster, free: Sequence[str], seed: str, n: int, key) -> tuple[str, ...]:
+    """From `seed`, add the free GPU with the smallest key(chosen, gpu) until there are n."""
+    chosen = [seed]
+    rest = [g for g in free if g != seed]
+    while len(chosen) < n:
+        best = min(rest, key=lambda g: key(chosen, g))
+        chosen.append(best)
+        rest.remove(best)
+    return cluster.ordered(chosen)
+
+
