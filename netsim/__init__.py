@@ -22,6 +22,7 @@ from ._batch import batch_axes as batch_axes
 from ._batch import compile_batch as compile_batch
 from ._batch import run_batch as run_batch
 from ._batch import stack as stack
+from ._cache import enable_compilation_cache as enable_compilation_cache
 from ._compile import Compiled as Compiled
 from ._compile import Shape as Shape
 from ._compile import compile_scenario as compile_scenario

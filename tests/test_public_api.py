@@ -15,6 +15,7 @@ def test_top_level_names():
         "Scenario", "Link", "Flow", "Task", "SharedResource", "simulate", "Result", "Timing",  # one scenario
         "Shape", "Compiled", "compile_scenario", "Batch", "BatchRun", "compile_batch", "run_batch", "batch_axes",
         "stack",  # batches
+        "enable_compilation_cache",
         "Status", "NetsimError", "ScenarioError", "SimulationError", "check_status",  # one status, one error base
     }
     assert {"kernels", "topology", "workloads"} <= set(dir(netsim))
