@@ -30,7 +30,7 @@ import numpy as np
 from .._scenario import Flow, Scenario, ScenarioError, Task, check_number
 from .._units import format_quantity, parse_quantity
 from ._base import Fabric, Workload
-from ._collectives_batch import scaled_makespans
+from ._collectives_batch import makespans, scaled_makespans
 
 __all__ = ["BUS_FACTOR", "Collective", "SweepTable", "Transfer", "allgather", "allreduce", "alltoall",
            "broadcast", "bus_factor", "reduce", "reducescatter", "sweep"]
@@ -86,6 +86,8 @@ class Collective:
         steps: dependent communication steps a chunk goes through (the latency term's multiplier).
         chunks, channels: the pipelining and the parallel rings (or trees) the bytes are split over.
         root: index of the root rank (Broadcast, Reduce), else None.
+        step_overhead: the explicit per-flow software cost (s); None when not given, so that
+            `scenario` applies the fabric's fitted costs (`Topology.software`) if it has them.
     """
 
     kind: str
@@ -99,6 +101,7 @@ class Collective:
     chunks: int
     channels: int
     root: int | None = None
+    step_overhead: float | None = None
 
     @property
     def n(self) -> int:
@@ -122,8 +125,15 @@ class Collective:
         return self.algbw(time) * self.bus_factor
 
     def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
-        """The collective on `fabric`; flows without an explicit route take `fabric.route(src, dst)`."""
-        return self.workload.scenario(fabric, name=name)
+        """The collective on `fabric`; flows without an explicit route take `fabric.route(src, dst)`.
+
+        On a fabric with fitted software costs (`Topology.software`, see `CollectiveCosts.apply`) and no
+        explicit `step_overhead`, every flow pays the calibrated per-step overhead and payload efficiency
+        at its bytes, and the collective its launch cost.
+        """
+        scenario = self.workload.scenario(fabric, name=name)
+        costs = getattr(fabric, "software", None)
+        return costs.apply(scenario) if costs is not None and self.step_overhead is None else scenario
 
     def __repr__(self) -> str:
         return (f"Collective({self.kind}/{self.algorithm}, n={self.n}, size={format_quantity(self.size, 'bytes')}, "
@@ -182,16 +192,28 @@ def sweep(collective: Collective, fabric: Fabric, sizes: Sequence[float | str]) 
     if isinstance(sizes, str | int | float) or len(sizes) == 0:
         raise ScenarioError(f"sizes: expected a non-empty list of sizes, got {sizes!r}")
     values = np.array([quantity(x, "bytes", f"sizes[{i}]", positive=True) for i, x in enumerate(sizes)])
-    times = scaled_makespans(collective.scenario(fabric), values / collective.size)
+    costs = getattr(fabric, "software", None)
+    if costs is not None and collective.step_overhead is None:  # per-step costs depend on the size
+        base = collective.workload.scenario(fabric)
+        times = makespans([costs.apply(_scaled(base, k)) for k in values / collective.size], width=16)
+    else:
+        times = scaled_makespans(collective.scenario(fabric), values / collective.size)
     algbw = values / times
     return SweepTable(collective.kind, collective.algorithm, collective.n, values, times, algbw,
                       algbw * collective.bus_factor)
 
 
+def _scaled(scenario: Scenario, k: float) -> Scenario:
+    """`scenario` with every flow's bytes and task's duration times k."""
+    flows = tuple(dataclasses.replace(f, bytes=f.bytes * k) for f in scenario.flows)
+    return dataclasses.replace(scenario, flows=flows,
+                               tasks=tuple(dataclasses.replace(t, duration=t.duration * k) for t in scenario.tasks))
+
+
 # --- public builders ------------------------------------------------------------------------------
 
 def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str = 0.0,
+              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str | None = None,
               routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
               reduce_bandwidth: float | str | None = None, name: str = "allreduce") -> Collective:
     """AllReduce of an S-byte buffer on every rank.
@@ -207,7 +229,8 @@ def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
         channels: parallel rings/trees, splitting the bytes evenly (K).
         rings: one rank order per channel (cycled); default: `ranks` for every channel. Trees and
             halving-doubling number the ranks by this order.
-        step_overhead: fixed software cost (s, or "2 us") of every flow, before its first byte.
+        step_overhead: fixed software cost (s, or "2 us") of every flow, before its first byte. None:
+            0, or on a fabric with fitted software costs (`Topology.software`) the calibrated model.
         routes: explicit routes (link ids) per (src, dst) pair; other pairs take the fabric's route.
         reduce_bandwidth: if set (bytes/s), every reducing receive is followed by a reduction task
             on the receiving node taking bytes / reduce_bandwidth s, which later sends wait for.
@@ -219,7 +242,7 @@ def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
 
 def reducescatter(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
                   channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-                  step_overhead: float | str = 0.0, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+                  step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
                   reduce_bandwidth: float | str | None = None, name: str = "reducescatter") -> Collective:
     """ReduceScatter of an S-byte input per rank; rank i ends with reduced block i (S / n bytes).
 
@@ -230,7 +253,7 @@ def reducescatter(ranks: Sequence[str], size: float | str, *, algorithm: str = "
 
 
 def allgather(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str = 0.0,
+              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str | None = None,
               routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
               name: str = "allgather") -> Collective:
     """AllGather: rank i contributes block i (S / n bytes); every rank ends with all S bytes.
@@ -243,7 +266,7 @@ def allgather(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
 
 def broadcast(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm: str = "ring",
               chunks: int = 1, channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-              step_overhead: float | str = 0.0, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+              step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
               name: str = "broadcast") -> Collective:
     """Broadcast of S bytes from ranks[root], pipelined in chunks along each channel's ring from the root.
 
@@ -255,7 +278,7 @@ def broadcast(ranks: Sequence[str], size: float | str, *, root: int = 0, algorit
 
 def reduce(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm: str = "ring",
            chunks: int = 1, channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-           step_overhead: float | str = 0.0, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+           step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
            reduce_bandwidth: float | str | None = None, name: str = "reduce") -> Collective:
     """Reduce of S bytes per rank into ranks[root], pipelined along each channel's ring, ending at the root.
 
@@ -266,7 +289,7 @@ def reduce(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm:
 
 
 def alltoall(ranks: Sequence[str], size: float | str, *, algorithm: str = "direct", chunks: int = 1,
-             channels: int = 1, step_overhead: float | str = 0.0,
+             channels: int = 1, step_overhead: float | str | None = None,
              routes: Mapping[tuple[str, str], Sequence[str]] | None = None, name: str = "alltoall") -> Collective:
     """AllToAll: every rank sends S / n bytes to every other rank, all pairs at once (grouped send/recv).
 
@@ -291,11 +314,11 @@ def _build(kind, ranks, size, algorithm, chunks, channels, rings, step_overhead,
     if root is not None and (not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < n):
         raise ScenarioError(f"root: must be a rank index in [0, {n}), got {root!r}")
     orders = _check_rings(rings, ranks)
-    b = _Builder(name, ranks, step_overhead, routes, reduce_bandwidth)
+    b = _Builder(name, ranks, 0.0 if step_overhead is None else step_overhead, routes, reduce_bandwidth)
     schedule = _SCHEDULES[(kind, algorithm)]
     blocks, steps = schedule(b, size, chunks, channels, orders, root)
     return Collective(kind, algorithm, ranks, size, Workload(b.flows, b.tasks, name), tuple(b.transfers),
-                      blocks, steps, chunks, channels, root)
+                      blocks, steps, chunks, channels, root, None if step_overhead is None else b.overhead)
 
 
 def quantity(value: float | str, kind: str, field: str, *, positive: bool = False) -> float:
