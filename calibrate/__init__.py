@@ -1,8 +1,10 @@
 """Calibration: fitting a topology's parameters to measured traces by gradient descent through the simulator.
 
     trace = read_trace("m01_..._allreduce_p2p_on.txt")      # every known table in the file
-    cal = calibrate([trace, p2p_trace], topology, staged=topology_without_p2p)
+    topo = netsim.topology.load("rtx4090-8x-epyc7542")      # with its shared resources
+    cal = calibrate([trace, p2p_trace], topo, staged=netsim.topology.load("rtx4090-8x-epyc7542", p2p=False))
     print(cal.report.summary())
+    topo = cal.topology(topo)                                # the calibrated twin: simulate what-ifs on it
 
 See docs/calibration.md.
 """
@@ -12,28 +14,30 @@ from ._calibrate import Calibration as Calibration
 from ._calibrate import calibrate as calibrate
 from ._calibrate import experiments_from_trace as experiments_from_trace
 from ._calibrate import ranks_of as ranks_of
+from ._calibrate import refusal as refusal
 from ._fit import ExperimentReport as ExperimentReport
 from ._fit import FitReport as FitReport
 from ._fit import FitResult as FitResult
 from ._fit import alpha_beta_fit as alpha_beta_fit
+from ._fit import compare as compare
 from ._fit import evaluate as evaluate
 from ._fit import fit as fit
+from ._fit import format_bytes as format_bytes
 from ._fit import free_indices as free_indices
 from ._fit import plot_fit as plot_fit
 from ._fit import report as report
+from ._model import Batch as Batch
 from ._model import Experiment as Experiment
 from ._model import Params as Params
-from ._model import SharedResource as SharedResource
 from ._model import Spec as Spec
+from ._model import batches as batches
 from ._model import collective_experiment as collective_experiment
-from ._model import default_link_class as default_link_class
 from ._model import initial_values as initial_values
-from ._model import merge as merge
+from ._model import lay_out as lay_out
 from ._model import p2p_experiment as p2p_experiment
-from ._model import pcie_shared as pcie_shared
 from ._model import predict as predict
-from ._model import socket_duplex as socket_duplex
-from ._model import staging_engines as staging_engines
+from ._model import simulate as simulate
+from ._model import software as software
 from ._store import load_trace as load_trace
 from ._store import save_trace as save_trace
 from ._traces import CsvTable as CsvTable

@@ -20,75 +20,144 @@ from ._model import (
     collective_experiment,
     initial_values,
     p2p_experiment,
-    pcie_shared,
 )
 from ._traces import NcclTable, P2PMatrix, Trace
 
-__all__ = ["Calibration", "calibrate", "experiments_from_trace", "ranks_of"]
+__all__ = ["Calibration", "calibrate", "experiments_from_trace", "ranks_of", "refusal"]
+
+#: GPU model names as traces print them ("NVIDIA GeForce RTX 4090", "DGX A100", "A40, NVLink pair")
+_MODEL = re.compile(r"\b(A100|A800|A40|A30|A10G?|H100|H200|H800|B200|V100|P100|T4|L4|L40S?|TITAN ?RTX|"
+                    r"RTX ?\d{4}(?: ?Ti)?|MI\d{3}X?)\b", re.IGNORECASE)
+#: trace notes saying P2P did not work on the machine
+_NO_P2P = re.compile(r"P2P (?:is )?not (?:available|supported)|P2P unsupported", re.IGNORECASE)
+
+
+def _models(text: str) -> set[str]:
+    return {m.replace(" ", "").upper() for m in _MODEL.findall(text)}
+
+
+def refusal(table: NcclTable | P2PMatrix, topo: Topology, where: str = "") -> str | None:
+    """Why `table` cannot be simulated on `topo`, or None: it was measured on another machine (its
+    devices' names, else its section or title, name a GPU model other than `topo.device`), or on more
+    GPUs (or other device indices) than the topology has."""
+    where = where or f"table at line {table.line}"
+    label = getattr(table, "section", "") or table.title
+    if isinstance(table, NcclTable) and topo.device:
+        names = " ".join(d.name for d in table.devices) or label
+        seen = _models(names)
+        if seen and _models(topo.device) - seen:
+            return (f"{where} ({label.strip() or 'no title'}): measured on {', '.join(sorted(seen))}, but topology "
+                    f"{topo.name!r} has {topo.device} GPUs (another machine: not simulated)")
+    n, gpus = (table.n_gpus if isinstance(table, NcclTable) else table.n), topo.gpus()
+    if n > len(gpus):
+        return f"{where}: {n} GPUs, but topology {topo.name!r} has {len(gpus)}"
+    if isinstance(table, NcclTable):
+        if not n and table.visible_devices is None:
+            return f"{where}: the number of GPUs is not stated"
+        index = table.visible_devices or ()
+        if index and max(index) >= len(gpus):
+            return f"{where}: CUDA_VISIBLE_DEVICES names GPU {max(index)}, but topology {topo.name!r} has {len(gpus)}"
+    return None
 
 
 def ranks_of(table: NcclTable, topo: Topology) -> tuple[str, ...]:
-    """The topology's GPUs a nccl-tests table ran on: CUDA_VISIBLE_DEVICES in its command line if
-    given, else the first `n_gpus` GPUs (device i is topo.gpus()[i])."""
-    gpus = topo.gpus()
-    m = re.search(r"CUDA_VISIBLE_DEVICES=([\d,]+)", table.title)
-    index = [int(x) for x in m.group(1).split(",") if x] if m else list(range(table.n_gpus))
-    if not table.n_gpus and not m:
-        raise ScenarioError(f"nccl-tests table at line {table.line}: the number of GPUs is not stated")
-    if m and table.n_gpus and len(index) != table.n_gpus:
-        index = index[: table.n_gpus]  # nccl-tests -g N uses the first N visible devices
-    if max(index) >= len(gpus):
-        raise ScenarioError(f"nccl-tests table at line {table.line}: GPU {max(index)} but topology "
-                            f"{topo.name!r} has {len(gpus)} GPUs")
-    return tuple(gpus[i] for i in index)
+    """The topology's GPUs a nccl-tests table ran on: its CUDA_VISIBLE_DEVICES (the first `n_gpus` of
+    them: nccl-tests -g N uses the first N visible devices) if given, else the first `n_gpus` GPUs
+    (device i is topo.gpus()[i]).
+
+    Raises:
+        ScenarioError: the table's GPUs are not all on the topology (see `refusal`).
+    """
+    why = refusal(table, topo)
+    if why:
+        raise ScenarioError(f"nccl-tests {why}")
+    index = list(table.visible_devices or range(table.n_gpus))
+    if table.n_gpus:
+        index = index[: table.n_gpus]
+    return tuple(topo.gpus()[i] for i in index)
 
 
 def experiments_from_trace(trace: Trace, spec: Spec, topo: Topology, *, staged: Topology | None = None,
                            group: str = "out-of-place", kinds: Sequence[str] = ("collective", "unidirectional",
                                                                                  "bidirectional", "latency"),
-                           p2p: bool | None = None) -> list[Experiment]:
-    """Every table of `trace` that netsim can simulate, as experiments.
+                           p2p: bool | None = None, routes: str = "auto",
+                           notes: list[str] | None = None) -> list[Experiment]:
+    """Every table of `trace` that netsim can simulate on `topo`, as experiments.
+
+    Tables measured on another machine, or on GPUs the topology lacks, are refused (see `refusal`);
+    only a collective's `usable` cells are taken. Each refusal and each left-out point is said in
+    `notes`, when given.
 
     Args:
-        trace: from `read_trace`.
+        trace: from `read_trace` or `load_trace`.
         spec: the parameters' structure.
-        topo: the machine with P2P on (copies take direct routes).
-        staged: the same machine with P2P off (host-staged routes), for P2P=Disabled matrices and for
-            cells the connectivity matrix marks 0; None skips those.
+        topo: the machine with P2P on (copies and collectives take direct routes).
+        staged: the same machine with P2P off (its transport's routes), for P2P=Disabled matrices, cells
+            the connectivity matrix marks 0, and collectives run with P2P off; None skips those.
         group: the nccl-tests column group to fit ("out-of-place" or "in-place").
         kinds: which experiment kinds to take.
         p2p: take only P2P=Enabled (True) or P2P=Disabled (False) matrices; None takes both.
+        routes: "auto": P2P as the trace says (NCCL_P2P_DISABLE or NCCL_P2P_LEVEL on a table's command
+            line, P2P=Disabled matrix titles, the connectivity matrix, "P2P not available" notes);
+            "on" or "off": every table as if P2P were on (direct routes) or off (`staged` routes).
+        notes: a list to append what was refused or left out to (one line each).
     """
+    if routes not in ("auto", "on", "off"):
+        raise ScenarioError(f"routes: expected 'auto', 'on' or 'off', got {routes!r}")
     if staged is not None and [x.id for x in staged.links] != [x.id for x in topo.links]:
         raise ScenarioError(f"staged: {staged.name!r} does not have the links of {topo.name!r}")
+    say = notes.append if notes is not None else (lambda line: None)
     out: list[Experiment] = []
     gpus = topo.gpus()
+    no_p2p = any(_NO_P2P.search(line) for line in trace.header)
     try:
         connect = trace.matrix("connectivity").values > 0
     except KeyError:
         connect = None
     for t in trace.tables:
-        if isinstance(t, NcclTable) and "collective" in kinds and t.op in COLLECTIVES:
+        where = f"{trace.source}:{t.line}"
+        if isinstance(t, NcclTable) and "collective" in kinds:
+            if t.op not in COLLECTIVES:
+                say(f"{where}: {t.op or 'an unnamed'} table: no ring model (known: {', '.join(COLLECTIVES)})")
+                continue
+            why = refusal(t, topo, where)
+            if why:
+                say(f"refused {why}")
+                continue
             ranks = ranks_of(t, topo)
+            direct = {"on": True, "off": False}.get(routes, t.p2p if t.p2p is not None else not no_p2p)
+            if not direct and staged is None:
+                say(f"{where}: P2P off, but no P2P-off topology was given: not simulated")
+                continue
             times = t.column("time", group)
-            keep = np.isfinite(times) & (times > 0)
-            name = f"{trace.source}:{t.line} {t.op} x{len(ranks)}"
-            out.append(collective_experiment(spec, topo, t.op, ranks, t.size[keep], times[keep], name=name))
+            keep = t.usable[:, t.groups.index(group)] & np.isfinite(times) & (times > 0)
+            if not keep.any():
+                say(f"{where}: no usable {group} point")
+                continue
+            if not keep.all():
+                why = "; ".join(p.split(": ", 1)[-1] for p in t.problems[:3]) or "time not positive"
+                say(f"{where}: left out {int((~keep).sum())} of {keep.size} points ({why})")
+            name = f"{where} {t.op} x{len(ranks)}" + ("" if direct else " P2P off")
+            out.append(collective_experiment(spec, topo if direct else staged, t.op, ranks, t.size[keep], times[keep],
+                                             name=name))
         elif isinstance(t, P2PMatrix) and t.kind in kinds and t.kind != "connectivity" and p2p in (None, t.p2p):
             if t.kind == "latency" and t.clock != "gpu":
                 continue  # the CPU-clock latency includes the host's launch and timer costs
-            if t.n > len(gpus):
-                raise ScenarioError(f"{trace.source}:{t.line}: {t.n} x {t.n} matrix, topology {topo.name!r} "
-                                    f"has {len(gpus)} GPUs")
+            why = refusal(t, topo, where)
+            if why:
+                say(f"refused {why}")
+                continue
             direct = np.ones((t.n, t.n), bool) if connect is None or connect.shape[0] != t.n else connect
-            if not t.p2p:
+            if routes == "off" or (routes == "auto" and not t.p2p):
                 direct = np.zeros_like(direct)
+            elif routes == "on":
+                direct = np.ones_like(direct)
             if staged is None and not direct[~np.eye(t.n, dtype=bool)].all():
+                say(f"{where}: {t.title.strip()}: host-staged copies, but no P2P-off topology was given")
                 continue
             route = lambda i, j, d=direct: (topo if d[i, j] else staged).route(gpus[i], gpus[j])
             mode = "P2P on" if t.p2p else "P2P off"
-            out.append(p2p_experiment(spec, topo, t.kind, t.values, name=f"{trace.source}:{t.line} {t.kind} {mode}",
-                                      route=route))
+            out.append(p2p_experiment(spec, topo, t.kind, t.values, name=f"{where} {t.kind} {mode}", route=route))
     return out
 
 
@@ -109,6 +178,13 @@ class Calibration:
     report: FitReport
     sources: tuple[str, ...]
 
+    def topology(self, topo: Topology) -> Topology:
+        """`topo` (the topology fitted, or its P2P-off twin) with the fitted figures: what
+        `netsim.topology.load` gives for the calibration file."""
+        from netsim.topology import from_calibration
+
+        return from_calibration(self.params.to_values(self.spec), base=topo)
+
     def values(self) -> dict:
         """JSON-able parameter values, citing the traces they came from."""
         return {"sources": list(self.sources), **self.params.to_values(self.spec),
@@ -126,32 +202,44 @@ def calibrate(traces: Sequence[Trace], topo: Topology, *, staged: Topology | Non
 
     Args:
         traces: from `read_trace` or `load_trace`.
-        topo, staged: the machine with P2P on, and off (see `experiments_from_trace`).
-        spec: default: the topology's link classes, its socket-duplex and staging resources, and the
-            LL and Simple regimes.
-        start: default `initial_values` from the topology.
+        topo, staged: the machine with P2P on, and off (see `experiments_from_trace`); e.g.
+            `netsim.topology.load(name)` and `load(name, p2p=False)`, which carry the PCIe shared
+            resources (socket duplex budgets, staging engines).
+        spec: default `Spec.for_topology(topo)`: its link classes, its shared resources, and the LL
+            and Simple regimes.
+        start: default: the values the topology carries (`initial_values`).
         freeze: default: the LL efficiency (a protocol constant, 50 %), and the launch cost unless
             collectives were measured at two or more rank counts (else it cannot be told apart from
             the per-step overhead).
         **fit_kwargs: passed to `fit` (steps, learning_rate, progress, ...).
     """
-    spec = spec or Spec.for_topology(topo, shared=pcie_shared(topo))
-    experiments = [e for t in traces for e in experiments_from_trace(t, spec, topo, staged=staged)]
+    spec = spec or Spec.for_topology(topo)
+    notes: list[str] = []
+    experiments = [e for t in traces for e in experiments_from_trace(t, spec, topo, staged=staged, notes=notes)]
+    progress = fit_kwargs.get("progress", print)
+    for line in notes if progress else ():
+        progress(line)
     if not experiments:
-        raise ScenarioError(f"calibrate: no table in {[t.source for t in traces]} can be simulated")
+        raise ScenarioError(f"calibrate: no table in {[t.source for t in traces]} can be simulated"
+                            + "".join(f"\n  {line}" for line in notes))
     counts = {e.n_ranks for e in experiments if e.kind == "collective"}
     if freeze is None:
         freeze = {"log_inefficiency": [spec.regimes.index("LL")] if "LL" in spec.regimes else []}
         if len(counts) < 2:
             freeze["log_launch"] = True
     freeze = dict(freeze) if isinstance(freeze, Mapping) else {name: True for name in freeze}
-    params = start or Params.from_values(spec, initial_values(spec, topo, launch=1e-6 if len(counts) > 1 else 0.0))
+    launch = (topo.software.launch if topo.software else 0.0) or 1e-6 if len(counts) > 1 else 0.0
+    params = start or Params.from_values(spec, initial_values(spec, topo, launch=launch))
     copies = [e for e in experiments if e.kind != "collective"]
     colls = [e for e in experiments if e.kind == "collective"]
     results = []
     if copies and colls:
+        if progress:
+            progress(f"stage 1/2: fabric on copies ({len(copies)} tables)")
         first = fit(params, copies, freeze=freeze, **fit_kwargs)
         fabric = {"log_bandwidth": True, "log_latency": True, "log_shared": True}
+        if progress:
+            progress(f"stage 2/2: software on collectives ({len(colls)} tables)")
         second = fit(first.params, colls, freeze={**freeze, **fabric}, **fit_kwargs)
         results = [first, second]
         # the second stage moves no parameter that a copy depends on: the first stage's times stand

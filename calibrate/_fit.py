@@ -21,12 +21,13 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from netsim._scenario import ScenarioError
+from netsim import BatchRun, ScenarioError, SimulationError
 
-from ._model import Experiment, Params, merge, predict
+from ._model import Batch, Experiment, Params, batches, simulate
+from ._model import times as simulated_times
 
-__all__ = ["ExperimentReport", "FitReport", "FitResult", "alpha_beta_fit", "evaluate", "fit", "free_indices", "plot_fit",
-           "report"]
+__all__ = ["ExperimentReport", "FitReport", "FitResult", "alpha_beta_fit", "compare", "evaluate", "fit",
+           "format_bytes", "free_indices", "plot_fit", "report"]
 
 _OPTIM = optax.inject_hyperparams(optax.adam)(learning_rate=1e-2)
 
@@ -34,20 +35,27 @@ Freeze = Iterable[str] | Mapping[str, bool | Sequence[int]]
 
 
 @eqx.filter_jit
-def _step(params: Params, opt_state, batches: tuple[Experiment, ...], free: tuple[jax.Array, ...]):
+def _step(params: Params, opt_state, batches: tuple[Batch, ...], free: tuple[jax.Array, ...]):
     # The one jit. Residuals are log-time errors; per batch, one JVP per free parameter that can move
     # it (vmapped) gives the Jacobian columns, and the primal gives the simulated times for the report.
+    # The engine's status and event counts come back as data: `fit` checks them on the host.
     flat, unravel = ravel_pytree(params)
-    grad, value, times = jnp.zeros_like(flat), 0.0, []
+    grad, value, out = jnp.zeros_like(flat), 0.0, []
+
+    def residuals(x, b):
+        p = unravel(x)
+        state = simulate(p, b)
+        return jnp.log(simulated_times(p, b, state)) - jnp.log(b.measured), (state.status, state.events)
+
     for batch, idx in zip(batches, free, strict=True):
-        residuals = lambda x, b=batch: jnp.log(predict(unravel(x), b)) - jnp.log(b.measured)
         tangents = jnp.zeros((idx.shape[0], flat.shape[0]), flat.dtype).at[jnp.arange(idx.shape[0]), idx].set(1.0)
-        r, jac = jax.vmap(lambda v, f=residuals: jax.jvp(f, (flat,), (v,)), out_axes=(None, 0))(tangents)
+        jvp = lambda v, b=batch: jax.jvp(lambda x: residuals(x, b), (flat,), (v,), has_aux=True)
+        r, jac, (status, events) = jax.vmap(jvp, out_axes=(None, 0, None))(tangents)
         value = value + jnp.sum(batch.weight * r**2)
         grad = grad.at[idx].add(2.0 * jac @ (batch.weight * r))
-        times.append(batch.measured * jnp.exp(r))
+        out.append((batch.measured * jnp.exp(r), status, events))
     updates, opt_state = _OPTIM.update(unravel(grad), opt_state, params)
-    return eqx.apply_updates(params, updates), opt_state, value, jnp.concatenate(times)
+    return eqx.apply_updates(params, updates), opt_state, value, tuple(out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +81,7 @@ class FitResult:
 
     def report(self, experiments: Sequence[Experiment]) -> FitReport:
         """The report of the fitted experiments at the best parameters (no new simulation)."""
-        return _report(experiments, self.simulated)
+        return compare(experiments, self.simulated)
 
 
 def free_indices(params: Params, freeze: Freeze = ()) -> np.ndarray:
@@ -116,19 +124,30 @@ def fit(params: Params, experiments: Sequence[Experiment], *, steps: int = 500, 
     """
     if not experiments:
         raise ScenarioError("fit: no experiments to fit")
-    batches, where = merge(experiments)
+    laid, where = batches(experiments)
     schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.01)
     with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):  # optax.adam fails under strict promotion
         params = jax.tree.map(jnp.asarray, params)
         mask = np.zeros(ravel_pytree(params)[0].shape[0], bool)
         mask[free_indices(params, freeze)] = True
-        free = tuple(jnp.asarray(np.flatnonzero(mask & b.relevant(params)), jnp.int32) for b in batches)
+        free = []
+        for b in range(len(laid)):
+            relevant = np.zeros_like(mask)
+            for i, (k, _, _) in enumerate(where):
+                if k == b:
+                    relevant |= experiments[i].relevant(params)
+            free.append(jnp.asarray(np.flatnonzero(mask & relevant), jnp.int32))
+        free = tuple(free)
         opt_state = _OPTIM.init(params)
         best, best_loss, best_times, last_gain, history = params, math.inf, None, 0, []
         stopped = "max_steps"
+        if progress:
+            progress("compiling (first step takes ~20 s)")
         for k in range(steps):
             opt_state.hyperparams["learning_rate"] = jnp.asarray(schedule(k))
-            new, opt_state, value, times = _step(params, opt_state, batches, free)
+            new, opt_state, value, out = _step(params, opt_state, laid, free)
+            _check(out, laid, where, experiments)
+            times = jnp.concatenate([t for t, _, _ in out])
             value = float(value)  # loss of `params`, before this update
             history.append(value)
             if not math.isfinite(value):
@@ -147,7 +166,10 @@ def fit(params: Params, experiments: Sequence[Experiment], *, steps: int = 500, 
     if progress:
         progress(f"{stopped} after {len(history)} steps: loss {best_loss:.3e} "
                  f"(rms log-time error {math.sqrt(best_loss):.2%})")
-    simulated = _split(batches, where, best_times)
+        if stopped == "max_steps" and steps > 1 and last_gain >= len(history) - max(2, min(patience, steps // 10)):
+            progress(f"warning: stopped at the step limit ({steps}) with the loss still falling; "
+                     "more steps may fit better")
+    simulated = _split(laid, where, best_times)
     return FitResult(jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated)
 
 
@@ -158,9 +180,21 @@ def evaluate(params: Params, experiments: Sequence[Experiment], *, freeze: Freez
     return res.loss, res.simulated
 
 
-def _split(batches, where, times: np.ndarray) -> tuple[np.ndarray, ...]:
-    offsets = np.cumsum([0] + [b.n_points for b in batches])
+def _split(laid, where, times: np.ndarray) -> tuple[np.ndarray, ...]:
+    offsets = np.cumsum([0] + [b.n_points for b in laid])
     return tuple(times[offsets[k] + lo: offsets[k] + hi] for k, lo, hi in where)
+
+
+def _check(out, laid, where, experiments) -> None:
+    """Raises SimulationError naming the experiment whose simulation did not finish (status on the host)."""
+    for b, ((_, status, events), batch) in enumerate(zip(out, laid, strict=True)):
+        status = np.asarray(status)
+        if np.any(status != 0):
+            names = [experiments[i].name for i, (k, _, _) in enumerate(where) if k == b]
+            try:
+                BatchRun(status, np.asarray(events), batch.max_events, {}).check(" + ".join(names))
+            except SimulationError as e:
+                raise SimulationError(f"fit: {e}") from None
 
 
 # --- report ---------------------------------------------------------------------------------------
@@ -197,6 +231,16 @@ class ExperimentReport:
     def max_error(self) -> float:
         return float(np.max(np.abs(self.relative_error)))
 
+    def table(self) -> list[str]:
+        """Measured vs simulated per point, aligned: size (or cell), measured, simulated, error."""
+        unit, scale = ("us", 1e6) if self.quantity == "latency" else ("GB/s", 1e-9)
+        label = "size" if self.quantity == "busbw" else "cell"
+        rows = [f"{label:>10}  {'measured ' + self.quantity:>18}  {'simulated':>18}  {'error':>8}"]
+        for x, m, s, r in zip(self.labels, self.measured, self.simulated, self.relative_error, strict=True):
+            name = format_bytes(x) if self.quantity == "busbw" else str(x)
+            rows.append(f"{name:>10}  {m * scale:>13.4g} {unit:<4}  {s * scale:>13.4g} {unit:<4}  {r:>+8.2%}")
+        return rows
+
 
 @dataclasses.dataclass(frozen=True)
 class FitReport:
@@ -209,25 +253,25 @@ class FitReport:
         raise KeyError(f"no experiment {name!r}; have {[e.name for e in self.experiments]}")
 
     def summary(self, *, points: bool = False) -> str:
-        """One line per experiment (mean and max |relative error|), optionally every point."""
-        lines = [f"{'experiment':<40} {'quantity':>9} {'points':>6} {'mean err':>9} {'max err':>9}"]
+        """One line per experiment (mean and max |relative error|), optionally every point; aligned columns."""
+        width = max([len("experiment")] + [len(e.name) for e in self.experiments])
+        lines = [f"{'experiment':<{width}}  {'quantity':>9} {'points':>6} {'mean err':>9} {'max err':>9}"]
         for e in self.experiments:
-            lines.append(f"{e.name:<40} {e.quantity:>9} {len(e.labels):>6} {e.mean_error:>9.2%} {e.max_error:>9.2%}")
+            lines.append(f"{e.name:<{width}}  {e.quantity:>9} {len(e.labels):>6} {e.mean_error:>9.2%} "
+                         f"{e.max_error:>9.2%}")
             if points:
-                unit, scale = ("us", 1e6) if e.quantity == "latency" else ("GB/s", 1e-9)
-                for label, m, s, r in zip(e.labels, e.measured, e.simulated, e.relative_error, strict=True):
-                    lines.append(f"    {label!s:>12}  measured {m * scale:9.3f} {unit}  simulated {s * scale:9.3f} "
-                                 f"{unit}  {r:+7.2%}")
+                lines += ["    " + line for line in e.table()]
         return "\n".join(lines)
 
 
 def report(params: Params, experiments: Sequence[Experiment]) -> FitReport:
     """Per-point measured and simulated values of every experiment under `params` (held-out tables)."""
     frozen = [f.name for f in dataclasses.fields(params)]
-    return _report(experiments, evaluate(params, experiments, freeze=frozen)[1])
+    return compare(experiments, evaluate(params, experiments, freeze=frozen)[1])
 
 
-def _report(experiments: Sequence[Experiment], simulated: Sequence[np.ndarray]) -> FitReport:
+def compare(experiments: Sequence[Experiment], simulated: Sequence[np.ndarray]) -> FitReport:
+    """The report of experiments against their simulated times (s), in the tools' units (busbw, ...)."""
     out = []
     for exp, t in zip(experiments, simulated, strict=True):
         m = np.asarray(exp.measured)
@@ -240,6 +284,15 @@ def _report(experiments: Sequence[Experiment], simulated: Sequence[np.ndarray]) 
     return FitReport(tuple(out))
 
 
+def format_bytes(n: float) -> str:
+    """8 -> "8 B", 4096 -> "4 KiB", 3 * 2**20 -> "3 MiB" (one decimal where not whole)."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == round(v) else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
 def plot_fit(rep: FitReport, path: str | os.PathLike, *, baselines: Mapping[str, Mapping[str, np.ndarray]] = {},
              title: str = "") -> None:
     """Saves busbw vs size, measured (markers) and simulated (lines), for every collective in `rep`.
@@ -247,6 +300,7 @@ def plot_fit(rep: FitReport, path: str | os.PathLike, *, baselines: Mapping[str,
     baselines: experiment name -> {label: simulated busbw per point} drawn dashed (e.g. alpha-beta).
     """
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -264,7 +318,8 @@ def plot_fit(rep: FitReport, path: str | os.PathLike, *, baselines: Mapping[str,
             err = np.abs(np.asarray(values) / e.measured - 1)
             ax.plot(size, np.asarray(values) / 1e9, "--", label=f"{label} (mean {err.mean():.1%}, max {err.max():.1%})")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("size (B)")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: format_bytes(x)))
+        ax.set_xlabel("size")
         ax.set_ylabel("busbw (GB/s)")
         ax.set_title(e.name)
         ax.grid(True, alpha=0.3)

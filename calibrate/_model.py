@@ -1,37 +1,40 @@
 """What calibration fits, and how a measurement is simulated under given parameters.
 
-A `Spec` names the parameters (link classes, hidden shared resources, protocol regimes); `Params`
-holds their values, each positive through its log. An `Experiment` is one measured table laid out
-once as padded kernel arrays (a collective at many sizes, or one p2pBandwidthLatencyTest matrix);
-`predict(params, experiment)` simulates all its points in one vmap through `netsim.kernels.run`.
+A `Spec` names the parameters (link classes, the topology's shared resources, protocol regimes); `Params`
+holds their values, each positive through its log. An `Experiment` is one measured table as scenarios on
+the topology (a collective at many sizes, or one p2pBandwidthLatencyTest matrix), compiled by netsim;
+experiments of one topology are laid out together with `netsim.compile_batch` and simulated in one vmap
+of `netsim.kernels.run`, under a network whose capacities come from the parameters by resource class
+(links by link class, shared resources by id).
 
-Protocol regimes: NCCL switches protocol with message size (LL for small messages: half of every
-8-byte store is a flag, so 50 % payload efficiency, but a short per-step latency; Simple for large
-ones: full bandwidth, a longer per-step handshake). Each regime has its own per-step software
-overhead and payload efficiency; their logs are blended by a logistic step in log(bytes per step),
-at fitted hand-over sizes. Bytes per step is the natural variable: the size where the fastest
-protocol changes, (overhead_Simple - overhead_LL) x bandwidth, does not depend on the rank count.
+Protocol regimes: NCCL switches protocol with message size; each regime has its own per-step software
+overhead and payload efficiency, blended by `netsim.topology.regime_blend` in log(bytes per step) at
+fitted hand-over sizes, the same formula a calibrated topology's `CollectiveCosts` applies to scenarios.
+Bytes per step is the natural variable: the size where the fastest protocol changes,
+(overhead_Simple - overhead_LL) x bandwidth, does not depend on the rank count.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import math
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float, Int
+from jaxtyping import Array, Bool, Float, Int
 
-from netsim import ScenarioError, kernels
-from netsim._compile import Shape, bucket, compile_scenario
-from netsim._scenario import Flow, Scenario
-from netsim.topology import Topology
-from netsim.workloads.collectives import allgather, allreduce, bus_factor, reducescatter
+import netsim
+from netsim import BatchRun, Compiled, ScenarioError, Shape, compile_batch, compile_scenario, kernels
+from netsim.topology import CollectiveCosts, Regime, Topology, link_class, regime_blend
+from netsim.topology import regime_weights as topology_regime_weights
+from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
-__all__ = ["Experiment", "Params", "SharedResource", "Spec", "collective_experiment", "default_link_class",
-           "initial_values", "merge", "p2p_experiment", "pcie_shared", "predict", "socket_duplex", "staging_engines"]
+__all__ = ["Batch", "Experiment", "Params", "Spec", "batches", "collective_experiment", "initial_values", "lay_out",
+           "p2p_experiment", "predict", "simulate", "software"]
 
 #: builders of the collectives nccl-tests measures, by nccl-tests' name (without "_perf")
 COLLECTIVES = {"all_reduce": allreduce, "all_gather": allgather, "reduce_scatter": reducescatter}
@@ -41,100 +44,31 @@ P2P_COPY_BYTES = 4e7
 P2P_LATENCY_BYTES = 4.0
 
 
-def default_link_class(topo: Topology, link_id: str) -> str:
-    """The class of a link from its end nodes' kinds: pcie, numa, socket, memory, nvlink, or "a-b"."""
-    link = topo.link[link_id]
-    ends = frozenset((topo.kind[link.src], topo.kind[link.dst]))
-    if ends == {"socket"} or ends == {"cpu"}:
-        return "socket"  # between sockets (a one-NUMA socket's hub is its cpu node)
-    if "mem" in ends:
-        return "memory"
-    if ends == {"cpu", "socket"}:
-        return "numa"
-    if ends == {"gpu"}:
-        return "nvlink"
-    if ends & {"rc", "switch"}:
-        return "pcie"
-    return "-".join(sorted(ends))
-
-
-@dataclasses.dataclass(frozen=True)
-class SharedResource:
-    """A capacity that flows share although no single link has it (a root complex, a socket link's
-    duplex budget, a host staging engine).
-
-    A flow crosses the resource when its route crosses any link in `links`, and, if `via` is not
-    empty, also one in `via` (e.g. only host-staged copies, which cross a memory link).
-    """
-
-    name: str
-    links: frozenset[str]
-    via: frozenset[str] = frozenset()
-
-    def applies(self, route: Sequence[str]) -> bool:
-        return bool(self.links.intersection(route)) and (not self.via or bool(self.via.intersection(route)))
-
-
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """The structure of a calibration: which parameters exist and what each means.
 
     Attributes:
         link_classes: every link of a class shares one bandwidth and one latency.
-        shared: hidden shared resources, each with a fitted capacity.
+        shared: ids of the topology's shared resources (`Topology.shared`), each with a fitted capacity.
         regimes: protocol regimes, smallest messages first (see the module docstring).
         classify: link id -> class, for the topologies this spec is used with.
     """
 
     link_classes: tuple[str, ...]
-    shared: tuple[SharedResource, ...] = ()
+    shared: tuple[str, ...] = ()
     regimes: tuple[str, ...] = ("LL", "Simple")
-    classify: Callable[[Topology, str], str] = default_link_class
+    classify: Callable[[Topology, str], str] = link_class
 
     @classmethod
-    def for_topology(cls, topo: Topology, *, shared: Sequence[SharedResource] = (),
-                     regimes: Sequence[str] = ("LL", "Simple"),
-                     classify: Callable[[Topology, str], str] = default_link_class) -> Spec:
-        """The link classes found in `topo`, in first-seen order."""
+    def for_topology(cls, topo: Topology, *, regimes: Sequence[str] | None = None,
+                     classify: Callable[[Topology, str], str] = link_class) -> Spec:
+        """The link classes found in `topo` (first-seen order), its shared resources, and its software
+        model's regimes (default LL and Simple)."""
         classes = tuple(dict.fromkeys(classify(topo, link.id) for link in topo.links))
-        return cls(classes, tuple(shared), tuple(regimes), classify)
-
-
-def socket_duplex(topo: Topology) -> tuple[SharedResource, ...]:
-    """One shared resource per socket-to-socket cable, joining its two directions.
-
-    Measured on m01 (p2pBandwidthLatency_p2p_on): one cross-socket copy runs at ~22 GB/s, but a copy
-    each way at once totals only ~41 GB/s, not 44: the directions share a budget.
-    """
-    seen, out = set(), []
-    for link in topo.links:
-        if default_link_class(topo, link.id) != "socket" or (link.dst, link.src) in seen:
-            continue
-        seen.add((link.src, link.dst))
-        back = [x.id for x in topo.links if (x.src, x.dst) == (link.dst, link.src)]
-        out.append(SharedResource(f"{link.src}<->{link.dst}", frozenset([link.id, *back])))
-    return tuple(out)
-
-
-def staging_engines(topo: Topology) -> tuple[SharedResource, ...]:
-    """One shared resource per GPU for host-staged copies (P2P off) in and out of it.
-
-    Measured on m01 (p2pBandwidthLatency, P2P=Disabled): one staged copy runs at ~19.5 GB/s, but a
-    copy each way at once totals only ~21 GB/s although the two use opposite PCIe directions: the
-    staging (the driver's bounce buffers and copy engines) is shared by both directions. The resource
-    is crossed by copies through the GPU's links that also cross a memory link.
-    """
-    memory = frozenset(x.id for x in topo.links if default_link_class(topo, x.id) == "memory")
-    out = []
-    for gpu in topo.gpus():
-        own = frozenset(x.id for x in topo.links if gpu in (x.src, x.dst))
-        out.append(SharedResource(f"{gpu} staging", own, memory))
-    return tuple(out) if memory else ()
-
-
-def pcie_shared(topo: Topology) -> tuple[SharedResource, ...]:
-    """The hidden shared resources of a PCIe server: socket-link duplex budgets, per-GPU staging."""
-    return socket_duplex(topo) + staging_engines(topo)
+        if regimes is None:
+            regimes = tuple(r.name for r in topo.software.regimes) if topo.software else ("LL", "Simple")
+        return cls(classes, tuple(r.id for r in topo.shared), tuple(regimes), classify)
 
 
 class Params(eqx.Module):
@@ -169,13 +103,13 @@ class Params(eqx.Module):
     def from_values(cls, spec: Spec, values: dict) -> Params:
         """From SI values, as `to_values` writes them (missing top-level entries take `initial_values`).
 
-        The fields are float64 NumPy arrays (no x64 flag needed here); `fit` and `report` move them.
+        The fields are float64 NumPy arrays (no x64 flag needed here); `fit` and `predict` move them.
         """
         v = initial_values(spec) | dict(values)
         classes = v["link_classes"]
         shared = v["shared"]
         regimes = v["regimes"]
-        missing = [c for c in spec.link_classes if c not in classes] + [s.name for s in spec.shared if s.name not in shared]
+        missing = [c for c in spec.link_classes if c not in classes] + [s for s in spec.shared if s not in shared]
         missing += [r for r in spec.regimes if r not in regimes]
         if missing:
             raise ScenarioError(f"parameters: no value for {missing}")
@@ -187,7 +121,7 @@ class Params(eqx.Module):
         return cls(
             log_bandwidth=log([classes[c]["bandwidth"] for c in spec.link_classes]),
             log_latency=log([max(classes[c]["latency"], 1e-15) for c in spec.link_classes]),
-            log_shared=log([shared[s.name] for s in spec.shared]).reshape(len(spec.shared)),
+            log_shared=log([shared[s] for s in spec.shared]).reshape(len(spec.shared)),
             log_overhead=log([x["overhead"] for x in r]),
             log_inefficiency=np.log(-log([x["efficiency"] for x in r])),
             log_threshold=log([x["up_to"] for x in r[:-1]]).reshape(len(r) - 1),
@@ -196,15 +130,20 @@ class Params(eqx.Module):
             log_copy_overhead=log(max(v["copy_overhead"], 1e-15)),
             log_staged_overhead=log(max(v["staged_overhead"], 1e-15)))
 
+    @classmethod
+    def from_topology(cls, spec: Spec, topo: Topology) -> Params:
+        """The values a topology carries: link figures (mean per class), shared capacities, software."""
+        return cls.from_values(spec, initial_values(spec, topo))
+
     def to_values(self, spec: Spec) -> dict:
-        """SI values, JSON-able: link classes, shared resources, regimes, launch, copy overhead."""
+        """SI values, JSON-able: link classes, shared resources, regimes, launch, copy overheads."""
         f = lambda x: [float(v) for v in np.exp(np.asarray(x)).ravel()]
         bw, lat, shared = f(self.log_bandwidth), f(self.log_latency), f(self.log_shared)
         over, eff = f(self.log_overhead), [float(np.exp(-v)) for v in f(self.log_inefficiency)]
         thr = [*f(self.log_threshold), None]
         return {
             "link_classes": {c: {"bandwidth": bw[i], "latency": lat[i]} for i, c in enumerate(spec.link_classes)},
-            "shared": {s.name: shared[i] for i, s in enumerate(spec.shared)},
+            "shared": {s: shared[i] for i, s in enumerate(spec.shared)},
             "regimes": {r: {"overhead": over[i], "efficiency": eff[i], "up_to": thr[i]}
                         for i, r in enumerate(spec.regimes)},
             "width": float(np.exp(self.log_width)),
@@ -214,13 +153,21 @@ class Params(eqx.Module):
         }
 
 
-def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float = 0.0) -> dict:
-    """Starting values: link figures from `topo` (mean per class), LL/Simple regimes as in NCCL.
+def software(spec: Spec, params: Params) -> CollectiveCosts:
+    """The collective software model of `params`, as a calibrated Topology carries it."""
+    v = params.to_values(spec)
+    regimes = tuple(Regime(name, r["overhead"], r["efficiency"], r["up_to"]) for name, r in v["regimes"].items())
+    return CollectiveCosts(regimes, v["width"], v["launch"], v["copy_overhead"], v["staged_overhead"])
+
+
+def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | None = None) -> dict:
+    """Starting values: what `topo` carries (link figures as the mean per class, shared capacities, its
+    software model), else LL/Simple regimes as in NCCL.
 
     LL: 50 % payload efficiency (a 4-byte flag in every 8-byte store), ~1 us per step; Simple:
-    ~98 % efficiency, ~5 us per step, handing over at 16 KiB per step. Shared resources start at 80 %
-    of their slowest link. `launch` (s per collective) is 0 by default: a fit that holds it folds
-    the launch cost into the per-step overheads.
+    ~98 % efficiency, ~5 us per step, handing over at 16 KiB per step. `launch` (s per collective)
+    overrides the topology's; it is 0 by default: a fit that holds it folds the launch cost into the
+    per-step overheads.
     """
     per_class: dict[str, list] = {c: [] for c in spec.link_classes}
     if topo is not None:
@@ -232,192 +179,114 @@ def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float = 
     classes = {c: {"bandwidth": float(np.mean([b for b, _ in v])) if v else 25e9,
                    "latency": float(np.mean([x for _, x in v])) if v and np.mean([x for _, x in v]) > 0 else 1e-7}
                for c, v in per_class.items()}
-    link = {} if topo is None else topo.link
-    # A max-min constraint that does not bind has zero gradient: start each shared resource binding
-    # (below its slowest link), so that the data can push it up to where it stops mattering.
-    shared = {s.name: 0.8 * min([link[x].bandwidth for x in s.links if x in link] or [25e9]) for s in spec.shared}
-    defaults = {"LL": (1e-6, 0.5), "Simple": (5e-6, 0.98)}
-    regimes = {}
-    for i, r in enumerate(spec.regimes):
-        over, eff = defaults.get(r, (2e-6 * (i + 1), 0.9))
-        regimes[r] = {"overhead": over, "efficiency": eff, "up_to": 16384.0 * 4**i if i < len(spec.regimes) - 1 else None}
-    return {"link_classes": classes, "shared": shared, "regimes": regimes, "width": 0.5, "launch": launch,
-            "copy_overhead": 1e-6, "staged_overhead": 10e-6}
+    have = {} if topo is None else {r.id: r.capacity for r in topo.shared}
+    shared = {s: float(have.get(s, 25e9)) for s in spec.shared}
+    costs = None if topo is None else topo.software
+    if costs is not None and tuple(r.name for r in costs.regimes) == tuple(spec.regimes):
+        values = costs.to_dict()
+    else:
+        defaults = {"LL": (1e-6, 0.5), "Simple": (5e-6, 0.98)}
+        regimes = {}
+        for i, r in enumerate(spec.regimes):
+            over, eff = defaults.get(r, (2e-6 * (i + 1), 0.9))
+            regimes[r] = {"overhead": over, "efficiency": eff,
+                          "up_to": 16384.0 * 4**i if i < len(spec.regimes) - 1 else None}
+        values = {"regimes": regimes, "width": 0.5, "launch": 0.0, "copy_overhead": 1e-6, "staged_overhead": 10e-6}
+    if launch is not None:
+        values["launch"] = launch
+    return {"link_classes": classes, "shared": shared, **values}
 
 
 # --- experiments ----------------------------------------------------------------------------------
 
 
-class Experiment(eqx.Module):
-    """One measured table, laid out as kernel arrays with one batch row per point.
+@dataclasses.dataclass(frozen=True, eq=False)
+class Experiment:
+    """One measured table as compiled scenarios on a topology, one per point.
 
     Attributes:
-        program: B stacked programs (flows in bytes at their measured size; padding as in netsim.compile).
-        resource_class: per resource, its link class index; -1 for shared and padding resources.
-        resource_shared: per resource, its shared-resource index; -1 otherwise.
-        step_bytes: B, bytes per collective step (0 for p2p copies: no protocol regimes).
-        measured: B, measured time (s).
-        weight: B, loss weight per point (1, or 0 for points left out).
-        collective: B, 1.0 for a collective (regimes, launch), 0.0 for a p2p copy (copy overhead).
-        staged: B, 1.0 where the copy is host-staged (crosses a memory link), else 0.0.
         name, kind: labels; kind is "collective", "unidirectional", "bidirectional" or "latency".
+        compiled: per point, the scenario (flows at their measured bytes, the topology's shared resources).
+        measured: per point, the measured time (s).
         labels: per point, its size (collectives) or "i->j" cell.
-        moved: B, bytes moved per point (size for collectives, all copies' bytes for p2p).
+        moved: per point, bytes moved (size for collectives, all copies' bytes for p2p).
         factor: bus factor (busbw = factor x size / time) for collectives, 1 for copies.
-        max_events: the engine's event bound for this shape.
+        link_class: per link of the topology, its index in `Spec.link_classes`.
+        shared_index: per shared resource of the topology, its index in `Spec.shared` (-1: not fitted).
+        staged: per point, True where the copy is host-staged (crosses a memory link).
         n_ranks: ranks of a collective; 0 for copies.
+        weight: per point loss weight (1, or 0 for points left out).
+        op: nccl-tests' collective name ("all_reduce"); "" for copies.
     """
 
-    program: kernels.Program
-    resource_class: Int[Array, " R"]
-    resource_shared: Int[Array, " R"]
-    step_bytes: Float[Array, " B"]
-    measured: Float[Array, " B"]
-    weight: Float[Array, " B"]
-    collective: Float[Array, " B"]
-    staged: Float[Array, " B"]
-    name: str = eqx.field(static=True)
-    kind: str = eqx.field(static=True)
-    labels: tuple = eqx.field(static=True)
-    moved: tuple = eqx.field(static=True)
-    factor: float = eqx.field(static=True)
-    max_events: int = eqx.field(static=True)
-    n_ranks: int = eqx.field(static=True, default=0)
+    name: str
+    kind: str
+    compiled: tuple[Compiled, ...]
+    measured: np.ndarray
+    labels: tuple
+    moved: tuple
+    factor: float
+    link_class: np.ndarray
+    shared_index: np.ndarray
+    staged: np.ndarray
+    n_ranks: int = 0
+    weight: np.ndarray | None = None
+    op: str = ""
+
+    def __post_init__(self):
+        if self.weight is None:
+            object.__setattr__(self, "weight", np.ones(len(self.compiled)))
 
     @property
     def n_points(self) -> int:
-        return int(self.measured.shape[0])
+        return len(self.compiled)
+
+    @property
+    def collective(self) -> bool:
+        return self.kind == "collective"
+
+    @property
+    def n_gpus(self) -> int:
+        """Ranks of a collective; the matrix size n of copies (n x (n - 1) cells)."""
+        return self.n_ranks or (1 + math.isqrt(1 + 4 * self.n_points)) // 2
 
     def layout(self) -> tuple:
         """Experiments with equal layouts (resources and their meaning) can share one batch."""
-        return (tuple(np.asarray(self.resource_class)), tuple(np.asarray(self.resource_shared)))
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        """Padded (items, hops, predecessors) of the programs."""
-        return (*np.shape(self.program.route)[1:], np.shape(self.program.after)[2])
-
-    def padded(self, items: int, hops: int, after: int) -> Experiment:
-        """The same experiment with programs padded to a larger shape (padding as in netsim.compile)."""
-        n, h, p = self.shape
-        if (items, hops, after) == (n, h, p):
-            return self
-        if items < n or hops < h or after < p:
-            raise ValueError(f"cannot pad shape {(n, h, p)} down to {(items, hops, after)}")
-        prog = jax.tree.map(np.asarray, self.program)
-        b, r = prog.route.shape[0], self.resource_class.shape[0]
-        route = np.full((b, items, hops), r, np.int32)
-        route[:, :n, :h] = prog.route
-        pre = np.full((b, items, after), items, np.int32)
-        pre[:, :n, :p] = np.where(prog.after == n, items, prog.after)  # "no predecessor" is the item count
-        grow = lambda x: np.concatenate([x, np.zeros((b, items - n))], axis=1)
-        program = kernels.Program(route, grow(prog.size), grow(prog.release), grow(prog.overhead), pre)
-        return dataclasses.replace(self, program=program, max_events=Shape(items=items).max_events)
-
+        return (tuple(self.link_class), tuple(self.shared_index))
 
     def relevant(self, params: Params) -> np.ndarray:
         """Mask over the flattened `params` (ravel_pytree order): the entries that can change this
         experiment's times (the link classes and shared resources its routes cross, the regimes for
         collectives, the copy overheads for copies). The fit differentiates only along these."""
-        route = np.asarray(self.program.route)
-        used = np.unique(route[route < self.resource_class.shape[0]])
-        cls, shr = np.asarray(self.resource_class)[used], np.asarray(self.resource_shared)[used]
-        coll = bool(np.any(np.asarray(self.collective) > 0))
-        copies = bool(np.any(np.asarray(self.collective) == 0))
-        staged = np.asarray(self.staged) > 0
+        c = self.compiled[0]
+        links, shared = c.link_slice, c.shared_slice
+        used = np.unique(np.concatenate([np.asarray(x.program.route).ravel() for x in self.compiled]))
+        cls = self.link_class[used[(used >= links.start) & (used < links.stop)] - links.start]
+        shr = self.shared_index[used[(used >= shared.start) & (used < shared.stop)] - shared.start]
+        staged = np.asarray(self.staged, bool)
         rules = {"log_bandwidth": np.isin(np.arange(params.log_bandwidth.shape[0]), cls),
                  "log_latency": np.isin(np.arange(params.log_latency.shape[0]), cls),
                  "log_shared": np.isin(np.arange(params.log_shared.shape[0]), shr),
-                 "log_copy_overhead": np.array(copies and not staged[np.asarray(self.collective) == 0].all()),
-                 "log_staged_overhead": np.array(bool(staged.any()))}
+                 "log_copy_overhead": np.array(not self.collective and not staged.all()),
+                 "log_staged_overhead": np.array(not self.collective and bool(staged.any()))}
         mask = []
         for field in dataclasses.fields(params):
             size = int(np.size(getattr(params, field.name)))
-            mask.append(np.broadcast_to(rules.get(field.name, np.array(coll)), (size,)))
+            mask.append(np.broadcast_to(rules.get(field.name, np.array(self.collective)), (size,)))
         return np.concatenate(mask)
 
 
-#: a batch costs about points x items x event bound; below this, padding into one batch is cheaper than
-#: compiling another copy of the engine (10-20 s on a laptop CPU)
-CHEAP_BATCH = 2_000_000
-
-
-def merge(experiments: Sequence[Experiment]) -> tuple[tuple[Experiment, ...], tuple[tuple[int, int, int], ...]]:
-    """Batches experiments of one layout together, padding programs to a common shape where the padded
-    batch stays cheap (see CHEAP_BATCH) or costs at most twice the separate ones. Weights are
-    normalised so that every input experiment weighs 1 / len(experiments) in total.
-
-    Returns (batches, where): where[i] = (batch index, first point, end) of experiments[i].
-    """
-    cost = lambda idx: sum(experiments[i].n_points for i in idx) * max(experiments[i].shape[0] for i in idx) \
-        * max(experiments[i].max_events for i in idx)
-    groups: list[list[int]] = []
-    for i in sorted(range(len(experiments)), key=lambda i: experiments[i].shape):
-        for g in groups:
-            if experiments[g[0]].layout() == experiments[i].layout():
-                merged = cost([*g, i])
-                if merged <= CHEAP_BATCH or merged <= 2 * (cost(g) + cost([i])):
-                    g.append(i)
-                    break
-        else:
-            groups.append([i])
-    batches, where = [], [None] * len(experiments)
-    for members in groups:
-        shape = tuple(max(experiments[i].shape[d] for i in members) for d in range(3))
-        parts = [experiments[i].padded(*shape) for i in members]
-        start = 0
-        for i in members:
-            where[i] = (len(batches), start, start + experiments[i].n_points)
-            start += experiments[i].n_points
-        cat = lambda *xs: np.concatenate([np.asarray(x) for x in xs])
-        first = parts[0]
-        batches.append(Experiment(
-            jax.tree.map(lambda *xs: np.concatenate(xs), *[e.program for e in parts]),
-            first.resource_class, first.resource_shared, cat(*[e.step_bytes for e in parts]),
-            cat(*[e.measured for e in parts]),
-            cat(*[np.asarray(e.weight) / np.sum(e.weight) / len(experiments) for e in parts]),
-            cat(*[e.collective for e in parts]), cat(*[e.staged for e in parts]), " + ".join(e.name for e in parts),
-            first.kind if len(parts) == 1 else "batch", sum((e.labels for e in parts), ()),
-            sum((e.moved for e in parts), ()), first.factor, first.max_events))
-    return tuple(batches), tuple(where)
-
-
-def _lay_out(spec: Spec, topo: Topology, scenarios: Sequence[Scenario]) -> tuple[kernels.Program, np.ndarray,
-                                                                                  np.ndarray, int]:
-    """Compiles same-topology scenarios to one padded shape and adds the shared resources' hops."""
-    n_links = len(topo.links)
-    extra = len(spec.shared)
-    hops = max(len(f.route) for s in scenarios for f in s.flows) + extra
-    items = max(len(s.flows) for s in scenarios)
-    after = max([1] + [len(f.after) for s in scenarios for f in s.flows])
-    shape = Shape(items=bucket(items, 2), hops=bucket(hops, 4), after=bucket(after, 1),
-                  resources=bucket(n_links + extra, 8))
-    programs = []
-    for s in scenarios:
-        c = compile_scenario(s, shape=shape)
-        route = np.array(c.program.route)
-        for i, path in enumerate(c.routes):
-            slot = len(path)
-            for k, res in enumerate(spec.shared):
-                if res.applies(path):
-                    route[i, slot] = n_links + k
-                    slot += 1
-        p = c.program
-        programs.append(kernels.Program(route, p.size, p.release, p.overhead, p.after))
-    shape = c.shape
-    resources = shape.resources
-    cls = np.full(resources, -1, np.int32)
+def _layout(spec: Spec, topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     index = {c: i for i, c in enumerate(spec.link_classes)}
-    for j, link in enumerate(topo.links):
+    classes = []
+    for link in topo.links:
         name = spec.classify(topo, link.id)
         if name not in index:
             raise ScenarioError(f"link {link.id!r}: class {name!r} is not in the spec's link classes "
                                 f"{list(spec.link_classes)}")
-        cls[j] = index[name]
-    shr = np.full(resources, -1, np.int32)
-    shr[n_links:n_links + extra] = np.arange(extra)
-    program = jax.tree.map(lambda *xs: np.stack(xs), *programs)
-    return program, cls, shr, shape.max_events
+        classes.append(index[name])
+    shared = [spec.shared.index(r.id) if r.id in spec.shared else -1 for r in topo.shared]
+    return np.asarray(classes, np.int32), np.asarray(shared, np.int32)
 
 
 def collective_experiment(spec: Spec, topo: Topology, op: str, ranks: Sequence[str], sizes, times, *,
@@ -426,7 +295,8 @@ def collective_experiment(spec: Spec, topo: Topology, op: str, ranks: Sequence[s
 
     Args:
         spec: the parameters' structure.
-        topo: the fabric; `ranks` are its node names in ring order.
+        topo: the fabric; `ranks` are its node names in ring order. Its software model, if any, is
+            ignored: the parameters' is applied.
         op: nccl-tests' collective name ("all_reduce", "all_gather", "reduce_scatter").
         sizes, times: one per point.
         name: label for reports.
@@ -437,13 +307,11 @@ def collective_experiment(spec: Spec, topo: Topology, op: str, ranks: Sequence[s
     sizes, times = np.asarray(sizes, float), np.asarray(times, float)
     if sizes.shape != times.shape or sizes.ndim != 1 or not np.all(sizes > 0) or not np.all(times > 0):
         raise ScenarioError(f"{name or op}: sizes and times must be equal-length positive lists")
-    scenarios = [COLLECTIVES[op](list(ranks), float(s)).scenario(topo) for s in sizes]
-    program, cls, shr, max_events = _lay_out(spec, topo, scenarios)
-    step = np.array([max(f.bytes for f in s.flows) for s in scenarios])
-    return Experiment(program, np.asarray(cls), np.asarray(shr), np.asarray(step), np.asarray(times),
-                      np.asarray(np.ones_like(times) if weight is None else weight, float), np.ones(len(times)),
-                      np.zeros(len(times)), name or f"{op} x{len(ranks)}", "collective", tuple(float(s) for s in sizes),
-                      tuple(float(s) for s in sizes), bus_factor(_KIND[op], len(ranks)), max_events, len(ranks))
+    compiled = tuple(compile_scenario(COLLECTIVES[op](list(ranks), float(s)).workload.scenario(topo)) for s in sizes)
+    cls, shr = _layout(spec, topo)
+    return Experiment(name or f"{op} x{len(ranks)}", "collective", compiled, times, tuple(float(s) for s in sizes),
+                      tuple(float(s) for s in sizes), bus_factor(_KIND[op], len(ranks)), cls, shr,
+                      np.zeros(len(sizes), bool), len(ranks), None if weight is None else np.asarray(weight, float), op)
 
 
 def p2p_experiment(spec: Spec, topo: Topology, kind: str, values: np.ndarray, *, name: str = "",
@@ -471,73 +339,186 @@ def p2p_experiment(spec: Spec, topo: Topology, kind: str, values: np.ndarray, *,
     if not np.all(values[~np.eye(n, dtype=bool)] > 0):
         raise ScenarioError(f"{name or kind}: off-diagonal values must be > 0")
     size = P2P_LATENCY_BYTES if kind == "latency" else P2P_COPY_BYTES
-    scenarios, measured, labels, moved = [], [], [], []
+    memory = {x.id for x in topo.links if spec.classify(topo, x.id) == "memory"}
+    compiled, measured, labels, moved, staged = [], [], [], [], []
     for i in range(n):
         for j in range(n):
             if i == j:
                 continue
             pairs = [(i, j), (j, i)] if kind == "bidirectional" else [(i, j)]
-            flows = [Flow(f"copy{a}to{b}", gpus[a], gpus[b], size, route=tuple(route(a, b))) for a, b in pairs]
-            scenarios.append(Scenario(topo.links, flows, name=f"{kind} {i}->{j}"))
+            flows = [netsim.Flow(f"copy{a}to{b}", gpus[a], gpus[b], size, route=tuple(route(a, b))) for a, b in pairs]
+            compiled.append(compile_scenario(topo.scenario(flows, name=f"{kind} {i}->{j}")))
             total = size * len(pairs)
             measured.append(values[i, j] if kind == "latency" else total / values[i, j])
             labels.append(f"{i}->{j}")
             moved.append(total)
-    program, cls, shr, max_events = _lay_out(spec, topo, scenarios)
-    memory = {x.id for x in topo.links if spec.classify(topo, x.id) == "memory"}
-    staged = [float(any(memory.intersection(f.route) for f in s.flows)) for s in scenarios]
-    measured = np.asarray(measured)
-    return Experiment(program, np.asarray(cls), np.asarray(shr), np.zeros(len(measured)), np.asarray(measured),
-                      np.ones(len(measured)), np.zeros(len(measured)), np.asarray(staged), name or kind, kind,
-                      tuple(labels), tuple(moved), 1.0, max_events)
+            staged.append(any(memory.intersection(f.route) for f in flows))
+    cls, shr = _layout(spec, topo)
+    return Experiment(name or kind, kind, tuple(compiled), np.asarray(measured), tuple(labels), tuple(moved), 1.0,
+                      cls, shr, np.asarray(staged))
 
 
 # --- simulation -----------------------------------------------------------------------------------
 
 
-def network(params: Params, exp: Experiment) -> kernels.Network:
-    """Per-resource capacity and latency under `params` (padding resources: capacity 1, latency 0)."""
-    cls, shr = exp.resource_class, exp.resource_shared
+class Batch(eqx.Module):
+    """Experiments of one layout at one padded shape: the engine's inputs, less what the parameters set.
+
+    Attributes:
+        program: B stacked programs (flows at their measured bytes).
+        base: the compiled network (capacity and latency of resources no parameter sets: devices, padding).
+        resource_class: R, the link class of each resource, -1 for the others.
+        resource_shared: R, the shared-resource index of each resource, -1 for the others.
+        flow: B x N, True for the items that are flows.
+        collective, staged: B, 1.0 for collective points / host-staged copies.
+        measured, weight: B, measured time (s) and loss weight.
+    """
+
+    program: kernels.Program
+    base: kernels.Network
+    resource_class: Int[Array, " R"]
+    resource_shared: Int[Array, " R"]
+    flow: Bool[Array, "B N"]
+    collective: Float[Array, " B"]
+    staged: Float[Array, " B"]
+    measured: Float[Array, " B"]
+    weight: Float[Array, " B"]
+    max_events: int = eqx.field(static=True)
+
+    @property
+    def n_points(self) -> int:
+        return int(self.measured.shape[0])
+
+
+def lay_out(experiments: Sequence[Experiment], *, shape: Shape | None = None,
+            weights: Sequence[float] | None = None) -> Batch:
+    """Experiments of one layout as one Batch, through `netsim.compile_batch` (at least `shape`).
+
+    weights: total loss weight per experiment (default: each experiment's own point weights).
+    """
+    if len({e.layout() for e in experiments}) != 1:
+        raise ScenarioError(f"lay_out: {[e.name for e in experiments]} are not on one topology")
+    batch = compile_batch([c for e in experiments for c in e.compiled], shape=shape)
+    first = batch.compiled[0]
+    r = batch.shape.resources
+    cls, shr = np.full(r, -1, np.int32), np.full(r, -1, np.int32)
+    cls[first.link_slice] = experiments[0].link_class
+    shr[first.shared_slice] = experiments[0].shared_index
+    flow = np.zeros((len(batch.compiled), batch.shape.items), bool)
+    for k, c in enumerate(batch.compiled):
+        flow[k, c.flow_slice] = True
+    per = lambda f: np.concatenate([np.broadcast_to(np.asarray(f(e), float), (e.n_points,)) for e in experiments])
+    if weights is None:
+        weight = per(lambda e: e.weight)
+    else:
+        weight = np.concatenate([np.asarray(e.weight, float) / np.sum(e.weight) * w
+                                 for e, w in zip(experiments, weights, strict=True)])
+    base = kernels.Network(batch.network.capacity[0], batch.network.latency[0])
+    return Batch(batch.program, base, cls, shr, flow, per(lambda e: float(e.collective)), per(lambda e: e.staged),
+                 per(lambda e: e.measured), weight, batch.max_events)
+
+
+#: a batch costs about points x items x event bound; below this, padding into one batch is cheaper than
+#: compiling another copy of the engine (10-20 s on a laptop CPU)
+CHEAP_BATCH = 2_000_000
+
+
+def batches(experiments: Sequence[Experiment]) -> tuple[tuple[Batch, ...], tuple[tuple[int, int, int], ...]]:
+    """Lays experiments out in as few batches as pay: experiments of one layout share a batch (padded to a
+    common shape by `netsim.compile_batch`) where the padded batch stays cheap (see CHEAP_BATCH) or costs
+    at most twice the separate ones. Every experiment weighs 1 / len(experiments) in total.
+
+    Returns (batches, where): where[i] = (batch index, first point, end) of experiments[i].
+    """
+    shape = [e.compiled[0].shape for e in experiments]
+    for i, e in enumerate(experiments):
+        for c in e.compiled[1:]:
+            shape[i] = shape[i] | c.shape
+    cost = lambda idx: sum(experiments[i].n_points for i in idx) * max(shape[i].items for i in idx) \
+        * max(shape[i].max_events for i in idx)
+    groups: list[list[int]] = []
+    for i in sorted(range(len(experiments)), key=lambda i: dataclasses.astuple(shape[i])):
+        for g in groups:
+            if experiments[g[0]].layout() == experiments[i].layout():
+                merged = cost([*g, i])
+                if merged <= CHEAP_BATCH or merged <= 2 * (cost(g) + cost([i])):
+                    g.append(i)
+                    break
+        else:
+            groups.append([i])
+    out, where = [], [None] * len(experiments)
+    for members in groups:
+        start = 0
+        for i in members:
+            where[i] = (len(out), start, start + experiments[i].n_points)
+            start += experiments[i].n_points
+        out.append(lay_out([experiments[i] for i in members], weights=[1 / len(experiments)] * len(members)))
+    return tuple(out), tuple(where)
+
+
+def network(params: Params, b: Batch) -> kernels.Network:
+    """Per-resource capacity and latency under `params` (other resources keep the compiled figures)."""
+    cls, shr = b.resource_class, b.resource_shared
     bw = jnp.exp(params.log_bandwidth)[jnp.maximum(cls, 0)]
-    shared = jnp.exp(params.log_shared)[jnp.maximum(shr, 0)] if params.log_shared.shape[0] else jnp.ones_like(bw)
-    capacity = jnp.where(cls >= 0, bw, jnp.where(shr >= 0, shared, 1.0))
-    latency = jnp.where(cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)], 0.0)
+    shared = jnp.exp(params.log_shared)[jnp.maximum(shr, 0)] if params.log_shared.shape[0] else b.base.capacity
+    capacity = jnp.where(cls >= 0, bw, jnp.where(shr >= 0, shared, b.base.capacity))
+    latency = jnp.where(cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)], b.base.latency)
     return kernels.Network(capacity, latency)
 
 
 def regime_weights(params: Params, step_bytes: Float[Array, " B"]) -> Float[Array, "P B"]:
     """Weight of each regime at each bytes-per-step: logistic hand-overs in log(bytes), summing to 1."""
-    x = jnp.log(jnp.maximum(step_bytes, 1.0))
-    width = jnp.exp(params.log_width)
-    above = jax.nn.sigmoid((x[None, :] - params.log_threshold[:, None]) / width)  # P-1 x B: past hand-over k
-    ones = jnp.ones_like(x)[None, :]
-    # regime p holds for being past hand-overs < p and not past hand-over p
-    past = jnp.concatenate([ones, jnp.cumprod(above, axis=0)], axis=0)
-    return past * jnp.concatenate([1.0 - above, ones], axis=0)
+    return topology_regime_weights(step_bytes, params.log_threshold, params.log_width, xp=jnp).T
 
 
-def predict(params: Params, exp: Experiment, *, loop: str = "lax") -> Float[Array, " B"]:
-    """Simulated time (s) of every point of `exp` under `params`.
+def simulate(params: Params, b: Batch, *, loop: str = "lax") -> kernels.SimState:
+    """The engine's final state for every point of `b` under `params` (traceable: the fit's loss).
 
-    loop: the engine's loop kind: "lax" (forward-mode derivatives) or "checkpointed" (reverse mode).
+    Collective flows pay the regime-blended per-step overhead at their bytes and carry bytes /
+    efficiency (as `CollectiveCosts.apply`); copies pay the copy overhead (staged or direct) once. The
+    launch cost is not in the state: see `times`.
     """
-    net = network(params, exp)
-    n_res = exp.resource_class.shape[0]
-    w = regime_weights(params, exp.step_bytes)
-    overhead = jnp.exp(w.T @ params.log_overhead)  # B: log-blended per-step overhead
-    efficiency = jnp.exp(-(w.T @ jnp.exp(params.log_inefficiency)))  # log-blended efficiency
-    is_coll = exp.collective
-    copy = jnp.where(exp.staged > 0, jnp.exp(params.log_staged_overhead), jnp.exp(params.log_copy_overhead))
-    per_item = is_coll * overhead + (1 - is_coll) * copy
-    payload = is_coll / efficiency + (1 - is_coll)  # wire bytes per payload byte
+    net = network(params, b)
+    over, eff = regime_blend(b.program.size, params.log_overhead, jnp.exp(params.log_inefficiency),
+                             params.log_threshold, params.log_width, xp=jnp)  # B x N
+    copy = jnp.where(b.staged > 0, jnp.exp(params.log_staged_overhead), jnp.exp(params.log_copy_overhead))
+    coll = b.collective[:, None]
+    extra = jnp.where(b.flow, coll * over + (1.0 - coll) * copy[:, None], 0.0)
+    inflate = jnp.where(b.flow, coll / eff + (1.0 - coll), 1.0)
+    p = b.program
+    prog = kernels.Program(p.route, p.size * inflate, p.release, p.overhead + extra, p.after)
+    run = functools.partial(kernels.run, max_events=b.max_events, loop=loop)
+    return jax.vmap(run, in_axes=netsim.batch_axes(net, prog))(net, prog)
 
-    def one(program: kernels.Program, over, inflate):
-        real = jnp.any(program.route < n_res, axis=1)
-        prog = kernels.Program(program.route, program.size * inflate, program.release,
-                               jnp.where(real, over, 0.0), program.after)
-        state = kernels.run(net, prog, max_events=exp.max_events, loop=loop)
-        return jnp.max(jnp.where(real, state.finish, 0.0)), state.status
 
-    times, status = jax.vmap(one)(exp.program, per_item, payload)
-    times = eqx.error_if(times, jnp.any(status != kernels.OK), "calibrate: a simulation did not finish")
-    return times + is_coll * jnp.exp(params.log_launch)
+def times(params: Params, b: Batch, state: kernels.SimState) -> Float[Array, " B"]:
+    """Simulated time (s) per point: the makespan, plus the launch cost for collectives."""
+    return jnp.max(state.finish, axis=1) + b.collective * jnp.exp(params.log_launch)
+
+
+@eqx.filter_jit
+def _predict(params: Params, b: Batch, loop: str):
+    state = simulate(params, b, loop=loop)
+    return times(params, b, state), state.status, state.events
+
+
+def predict(params: Params, exp: Experiment | Sequence[Experiment], *, throw: bool = True,
+            loop: str = "lax") -> BatchRun:
+    """Simulates every point of `exp` (one experiment, or several) under `params`, in as few compiled
+    batches as pay (see `batches`). Needs no jit around it.
+
+    Returns a `netsim.BatchRun` over the points of all experiments in order: ["makespan"] is the
+    simulated time (s) per point (launch included), `status` the engine's Status per point.
+
+    Args:
+        throw: raise SimulationError naming the points that did not finish; else read `status`.
+        loop: the engine's loop kind ("lax"; "checkpointed" for reverse-mode derivatives).
+    """
+    exps = [exp] if isinstance(exp, Experiment) else list(exp)
+    laid, where = batches(exps)
+    params = jax.tree.map(jnp.asarray, params)
+    with jax.enable_x64(True):
+        out = [jax.device_get(_predict(params, b, loop)) for b in laid]
+    pick = lambda k: np.concatenate([np.asarray(out[b][k])[lo:hi] for b, lo, hi in where])
+    run = BatchRun(pick(1).astype(np.int32), pick(2), max(b.max_events for b in laid), {"makespan": pick(0)})
+    return run.check(" + ".join(e.name for e in exps)) if throw else run

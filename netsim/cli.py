@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)")
     run.add_argument("--top", type=int, default=5, help="rows in the summary tables")
     run.set_defaults(handler=_run)
-    for module in ("netsim._sweep_cli", "netsim._calibrate_cli"):
+    for module in ("netsim._sweep_cli", "netsim._calibrate_cli", "netsim._predict_cli"):
         try:
             importlib.import_module(module).register(sub)
         except ModuleNotFoundError as e:

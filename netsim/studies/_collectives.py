@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._batch import run_batch
+from .._batch import compile_batch, run_batch
 from .._compile import compile_scenario
-from .._scenario import ScenarioError
+from .._scenario import Scenario, ScenarioError
 from ..kernels import Program
 from ..workloads import Collective, Fabric
 from ..workloads.collectives import quantity
@@ -69,13 +69,26 @@ def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[flo
     if isinstance(sizes, str | int | float) or len(sizes) == 0:
         raise ScenarioError(f"sizes: expected a non-empty list of sizes, got {sizes!r}")
     values = np.array([quantity(x, "bytes", f"sizes[{i}]", positive=True) for i, x in enumerate(sizes)])
-    compiled = compile_scenario(collective.scenario(fabric))
-    p = compiled.program
     scales = values / collective.size
-    # only the sizes vary: one shared network, routes and dependencies for every point, and a batch
-    # width rounded up to 16 so that size lists of up to 16 entries share one compile
-    program = Program(p.route, scales[:, None] * p.size[None, :], p.release, p.overhead, p.after)
-    times = run_batch(compiled.network, program, max_events=compiled.max_events, width=16)["makespan"]
+    costs = getattr(fabric, "software", None)
+    if costs is not None and collective.step_overhead is None:
+        # fitted per-step costs depend on the bytes per step: each size is its own scenario (one batch)
+        base = collective.workload.scenario(fabric)
+        times = compile_batch([costs.apply(_scaled(base, k)) for k in scales]).run(width=16)["makespan"]
+    else:
+        compiled = compile_scenario(collective.scenario(fabric))
+        p = compiled.program
+        # only the sizes vary: one shared network, routes and dependencies for every point, and a batch
+        # width rounded up to 16 so that size lists of up to 16 entries share one compile
+        program = Program(p.route, scales[:, None] * p.size[None, :], p.release, p.overhead, p.after)
+        times = run_batch(compiled.network, program, max_events=compiled.max_events, width=16)["makespan"]
     algbw = values / times
     return SweepTable(collective.kind, collective.algorithm, collective.n, values, times, algbw,
                       algbw * collective.bus_factor)
+
+
+def _scaled(scenario: Scenario, k: float) -> Scenario:
+    """`scenario` with every flow's bytes and task's duration times k."""
+    flows = tuple(dataclasses.replace(f, bytes=f.bytes * k) for f in scenario.flows)
+    return dataclasses.replace(scenario, flows=flows,
+                               tasks=tuple(dataclasses.replace(t, duration=t.duration * k) for t in scenario.tasks))

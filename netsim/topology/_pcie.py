@@ -12,8 +12,13 @@ Routing follows the PCIe tree (the unique path; NVLink bridges join GPU pairs di
 bridges, switches, NUMA nodes and sockets only: devices and memory forward nothing. The path kinds of
 `nvidia-smi topo -m` fall out of the tree: PIX (one switch), PXB (several switches), PHB (a host bridge),
 NODE (two host bridges of one NUMA node), SYS (NUMA nodes or sockets), NV# (NVLink). With p2p=False a
-copy between two devices that are not NVLink-bridged is host-staged: it goes to the DRAM of the source's
-NUMA node and back out, crossing the memory links (`route(a, b) == route(a, mem) + route(mem, b)`).
+copy between two devices that are not NVLink-bridged takes the route of the server's `transport`; the
+default, `HostStaged`, goes to the DRAM of the source's NUMA node and back out, crossing the memory links
+(`route(a, b) == route(a, mem) + route(mem, b)`), as cudaMemcpy does between GPUs without P2P.
+
+Shared resources (`build_server(..., shared=True)`, or `pcie_shared(topo)`): one duplex budget per
+socket-to-socket cable and one staging engine per GPU, measured on m01 (see `socket_duplex`,
+`staging_engines`).
 
 Default figures, per direction (B/s), from netsim/data/traces/:
     pcie_bandwidth   25.8 GB/s  m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt: RTX 4090 P2P writes
@@ -30,10 +35,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Protocol
 
-from .._scenario import Link, ScenarioError
+from .._scenario import Link, ScenarioError, SharedResource
 from ._common import bandwidth, count, latency, transit_route
-from ._topology import Path, Topology, cable
+from ._topology import Path, Topology, cable, link_class
 
 GB = 1e9
 PCIE = 25.8 * GB
@@ -72,20 +78,43 @@ class ServerPlan:
                                 f"sockets={self.sockets}")
 
 
+class Transport(Protocol):
+    """How a copy between two devices travels when P2P is off (the route builder of `PcieRouter`).
+
+    `HostStaged` is cudaMemcpy's bounce through host memory; NCCL's host-memory (SHM) transport may
+    differ, and plugs in here: `build_server(plan, p2p=False, transport=...)`.
+    """
+
+    def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
+        """Link ids of the copy from device src to device dst (not NVLink-bridged)."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class HostStaged:
+    """The copy lands in the DRAM of the source's NUMA node and is read back out (cudaMemcpy without P2P)."""
+
+    def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
+        mem = router.home[src]
+        return transit_route(topo, src, mem, TRANSIT) + transit_route(topo, mem, dst, TRANSIT)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class PcieRouter:
-    """Tree routing through host bridges, switches and NUMA nodes; host staging when p2p is off.
+    """Tree routing through host bridges, switches and NUMA nodes; the transport's route when p2p is off.
 
     Attributes:
         p2p: True when devices may DMA to each other directly (peer-to-peer).
         nvlink: NVLink link id -> number of NVLinks bonded in it (P2P over an NVLink bridge works even
             when PCIe P2P is off).
         home: device -> the memory node of its NUMA node, where host-staged copies land.
+        transport: the route of a device-to-device copy when p2p is off (default `HostStaged`).
     """
 
     p2p: bool
     nvlink: Mapping[str, int]
     home: Mapping[str, str]
+    transport: Transport = dataclasses.field(default_factory=HostStaged)
 
     def route(self, topo: Topology, src: str, dst: str) -> Path:
         direct = transit_route(topo, src, dst, TRANSIT)
@@ -93,8 +122,7 @@ class PcieRouter:
             return direct
         if all(lid in self.nvlink for lid in direct):
             return direct
-        mem = self.home[src]
-        return transit_route(topo, src, mem, TRANSIT) + transit_route(topo, mem, dst, TRANSIT)
+        return tuple(self.transport.route(topo, self, src, dst))
 
     def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
         return [(1.0, self.route(topo, src, dst))]
@@ -105,21 +133,27 @@ class PcieRouter:
 
 def build_server(plan: ServerPlan, *, p2p: bool = True, pcie_bandwidth=PCIE, socket_bandwidth=SOCKET,
                  memory_bandwidth=MEMORY, numa_bandwidth=NUMA, nvlink_bandwidth=NVLINK,
-                 pcie_latency=0.0, socket_latency=0.0, nvlink_latency=0.0, name: str = "server") -> Topology:
+                 pcie_latency=0.0, socket_latency=0.0, nvlink_latency=0.0, name: str = "server",
+                 shared: bool = False, transport: Transport | None = None, device: str = "") -> Topology:
     """Links and routing for `plan`.
 
     Args:
         plan: the server's shape.
-        p2p: peer-to-peer DMA allowed; False stages device-to-device copies through host memory.
+        p2p: peer-to-peer DMA allowed; False sends device-to-device copies by `transport`.
         pcie_bandwidth: every PCIe link (device, switch, host bridge) per direction.
         socket_bandwidth: the link between two sockets per direction (sockets are fully connected).
         memory_bandwidth: DRAM per socket per direction, split evenly over its NUMA nodes.
         numa_bandwidth: NUMA node <-> socket fabric, when a socket has several NUMA nodes.
         nvlink_bandwidth: per NVLink per direction (a bridge of n links gets n times this).
         pcie_latency, socket_latency, nvlink_latency: per link (s).
+        shared: add the socket duplex budgets and per-GPU staging engines (`pcie_shared`).
+        transport: the route of copies when p2p is off (default `HostStaged`).
+        device: the GPUs' model, e.g. "RTX 4090" (see `Topology.device`).
     """
     if not isinstance(p2p, bool):
         raise ScenarioError(f"p2p: expected True or False, got {p2p!r}")
+    if not isinstance(shared, bool):
+        raise ScenarioError(f"shared: expected True or False, got {shared!r}")
     pcie = (bandwidth(pcie_bandwidth, "pcie_bandwidth"), latency(pcie_latency, "pcie_latency"))
     sock = (bandwidth(socket_bandwidth, "socket_bandwidth"), latency(socket_latency, "socket_latency"))
     per_socket = plan.numa // plan.sockets
@@ -163,8 +197,54 @@ def build_server(plan: ServerPlan, *, p2p: bool = True, pcie_bandwidth=PCIE, soc
         if node not in plan.host_bridges:
             raise ScenarioError(f"device {dev!r} does not hang under a host bridge")
         home[dev] = f"mem{plan.host_bridges[node]}"
-    router = PcieRouter(p2p, nv_ids, home)
-    return Topology(name, tuple(links), kind, router, tuple(d for d, k in plan.devices.items() if k == "gpu"))
+    router = PcieRouter(p2p, nv_ids, home, transport or HostStaged())
+    topo = Topology(name, tuple(links), kind, router, tuple(d for d, k in plan.devices.items() if k == "gpu"),
+                    device=device)
+    return dataclasses.replace(topo, shared=pcie_shared(topo)) if shared else topo
+
+
+#: m01 (p2pBandwidthLatency_p2p_on): a cross-socket copy each way at once totals 41.2 GB/s where one alone
+#: runs at 21.96: the two directions of the socket link share 94 % of their sum
+DUPLEX_SHARE = 0.94
+#: m01 (p2pBandwidthLatency, P2P=Disabled): a host-staged copy each way at once totals ~21 GB/s, 0.82 of
+#: one 25.5 GB/s PCIe direction, although the two use opposite directions
+STAGING_SHARE = 0.82
+
+
+def socket_duplex(topo: Topology, share: float = DUPLEX_SHARE) -> tuple[SharedResource, ...]:
+    """One shared resource per socket-to-socket cable, joining its two directions, of `share` times
+    their summed bandwidth (ids "socket0<->socket1")."""
+    seen, out = set(), []
+    for link in topo.links:
+        if link_class(topo, link.id) != "socket" or (link.dst, link.src) in seen:
+            continue
+        seen.add((link.src, link.dst))
+        pair = [link, *(x for x in topo.links if (x.src, x.dst) == (link.dst, link.src))]
+        out.append(SharedResource(f"{link.src}<->{link.dst}", share * sum(x.bandwidth for x in pair),
+                                  tuple(x.id for x in pair)))
+    return tuple(out)
+
+
+def staging_engines(topo: Topology, share: float = STAGING_SHARE) -> tuple[SharedResource, ...]:
+    """One shared resource per GPU for host-staged copies in and out of it (ids "gpu0 staging").
+
+    The staging (the driver's bounce buffers and copy engines) is shared by both directions: the
+    resource is crossed by copies through the GPU's links that also cross a memory link, and holds
+    `share` times the GPU's fastest link. Direct (P2P) copies never cross it.
+    """
+    memory = tuple(x.id for x in topo.links if link_class(topo, x.id) == "memory")
+    out = []
+    for gpu in topo.gpus():
+        own = [x for x in topo.links if gpu in (x.src, x.dst) and link_class(topo, x.id) != "nvlink"]
+        if own and memory:
+            out.append(SharedResource(f"{gpu} staging", share * max(x.bandwidth for x in own),
+                                      tuple(x.id for x in own), memory))
+    return tuple(out)
+
+
+def pcie_shared(topo: Topology) -> tuple[SharedResource, ...]:
+    """The shared resources of a PCIe server: socket-link duplex budgets, then per-GPU staging engines."""
+    return socket_duplex(topo) + staging_engines(topo)
 
 
 def pcie_server(gpus: int = 8, *, sockets: int = 2, numa_per_socket: int = 1, gpus_per_switch: int = 0,

@@ -1,4 +1,5 @@
-"""Named presets: chiplet packages and PCIe servers shaped like real machines, with cited figures.
+"""Named presets: chiplet packages and PCIe servers shaped like real machines, with cited figures; and
+`load`, which turns a preset name, an `nvidia-smi topo -m` file or a calibration file into a Topology.
 
 `preset(name, **overrides)` builds one; keyword overrides go to the underlying builder. Bandwidths are
 per direction. Files cited are in netsim/data/traces/.
@@ -6,13 +7,18 @@ per direction. Files cited are in netsim/data/traces/.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .._scenario import ScenarioError
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
-from ._pcie import pcie_server
-from ._topology import Topology
+from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared
+from ._topology import CollectiveCosts, Topology, link_class
 
 GB = 1e9
 
@@ -37,7 +43,8 @@ NIC3    SYS     SYS     SYS     SYS     SYS     SYS     PHB     SYS     PHB     
 
 def _rtx4090_8x(**kw) -> Topology:
     # bandwidth defaults of build_server are this machine's measurements (m01 p2pBandwidthLatency_p2p_on)
-    return pcie_server_from_topo(M01_TOPO, sockets=2, name=kw.pop("name", "rtx4090-8x-epyc7542"), **kw)
+    return pcie_server_from_topo(M01_TOPO, sockets=2, name=kw.pop("name", "rtx4090-8x-epyc7542"),
+                                 **({"device": "RTX 4090"} | kw))
 
 
 def _a100_pairs(**kw) -> Topology:
@@ -45,7 +52,8 @@ def _a100_pairs(**kw) -> Topology:
     # NV12 pairs 275.0 GB/s unidirectional (P2P writes, mean of 4) = 12 x 22.9; PCIe paths between pairs
     # 21.6 (P2P writes, mean of the 8 SYS cells), used for the PCIe links and the socket link alike.
     args = dict(sockets=2, numa_per_socket=2, nvlink_pairs=12, pcie_bandwidth=21.6 * GB,
-                socket_bandwidth=21.6 * GB, nvlink_bandwidth=275.0 / 12 * GB, name="a100-pcie-4x-nvlink-pairs")
+                socket_bandwidth=21.6 * GB, nvlink_bandwidth=275.0 / 12 * GB, name="a100-pcie-4x-nvlink-pairs",
+                device="A100")
     return pcie_server(4, **(args | kw))
 
 
@@ -53,7 +61,7 @@ def _a40_nv4(**kw) -> Topology:
     # m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt: NODE within 0-3 and 4-7, SYS across, NV4 pairs;
     # 2-GPU all_reduce over the bridge: busbw 47.4 GB/s (= link rate for 2 ranks) -> 11.9 per NVLink.
     # No P2P PCIe figure in that file: the PCIe links keep the RTX 4090 Gen4 default (m01).
-    args = dict(sockets=2, nvlink_pairs=4, nvlink_bandwidth=47.4 / 4 * GB, name="a40-8x-nv4")
+    args = dict(sockets=2, nvlink_pairs=4, nvlink_bandwidth=47.4 / 4 * GB, name="a40-8x-nv4", device="A40")
     return pcie_server(8, **(args | kw))
 
 
@@ -63,7 +71,7 @@ def _titanrtx_8x(**kw) -> Topology:
     # (unidirectional, P2P=Disabled matrix) for the PCIe Gen3 links. The slower sibling pairs (9.9 GB/s)
     # are not reproduced: in a flow model both directions of a switch link are independent.
     args = dict(sockets=2, gpus_per_switch=2, nics=0, p2p=False, pcie_bandwidth=11.4 * GB,
-                name="titanrtx-8x-lambda")
+                name="titanrtx-8x-lambda", device="TITAN RTX")
     return pcie_server(8, **(args | kw))
 
 
@@ -95,3 +103,130 @@ def preset(name: str, **overrides) -> Topology:
     if name not in _BUILDERS:
         raise ScenarioError(f"preset: unknown preset {name!r}; known: {', '.join(_BUILDERS)}")
     return _BUILDERS[name][1](**overrides)
+
+
+# --- calibrated presets and calibration files ---------------------------------------------------------
+
+#: fitted by `netsim calibrate m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt
+#: m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt --topology rtx4090-8x-epyc7542` (400 steps, lr 0.02):
+#: copies first (all p2p matrices of the P2P-driver run, both modes), then the all_reduce on that fabric.
+RTX4090_8X: dict[str, Any] = {
+    "topology": "rtx4090-8x-epyc7542",
+    "sources": ["m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt", "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"],
+    "link_classes": {
+        "memory": {"bandwidth": 51.2e9, "latency": 1.277e-07},  # not observed by these traces: builder value
+        "numa": {"bandwidth": 204.8e9, "latency": 8.504e-08},  # not a bottleneck here: builder value
+        "socket": {"bandwidth": 21.963e9, "latency": 1.447e-07},
+        "pcie": {"bandwidth": 25.477e9, "latency": 8.504e-08},
+    },
+    "shared": {
+        "socket0<->socket1": 41.197e9,
+        "gpu0 staging": 21.025e9, "gpu1 staging": 20.626e9, "gpu2 staging": 20.892e9, "gpu3 staging": 23.267e9,
+        "gpu4 staging": 19.752e9, "gpu5 staging": 20.704e9, "gpu6 staging": 20.155e9, "gpu7 staging": 20.352e9,
+    },
+    "regimes": {
+        "LL": {"overhead": 2.3157e-06, "efficiency": 0.5, "up_to": 24944.9},
+        "Simple": {"overhead": 9.8670e-06, "efficiency": 0.98239, "up_to": None},
+    },
+    "width": 0.35986,
+    "launch": 0.0,  # held: one rank count only, so the launch cost sits in the per-step overheads
+    "copy_overhead": 8.2928e-07,
+    "staged_overhead": 1.27719e-05,
+    "fit": {"all_reduce x8 busbw": {"mean_error": 0.0345, "max_error": 0.0775},
+            "unidirectional P2P on": {"mean_error": 0.0178, "max_error": 0.0669},
+            "bidirectional P2P on": {"mean_error": 0.0153, "max_error": 0.0574},
+            "unidirectional P2P off": {"mean_error": 0.0394, "max_error": 0.0867},
+            "bidirectional P2P off": {"mean_error": 0.0300, "max_error": 0.0595},
+            "latency P2P on": {"mean_error": 0.0926, "max_error": 0.1781},
+            "latency P2P off": {"mean_error": 0.1620, "max_error": 0.3339}},
+}
+
+#: calibration files shipped with netsim, by name: `load(name)` gives the calibrated topology
+CALIBRATED: dict[str, dict[str, Any]] = {"rtx4090-8x-epyc7542": RTX4090_8X}
+
+
+def load(source: str | os.PathLike, *, p2p: bool | None = None, transport: Transport | None = None) -> Topology:
+    """A topology from a calibrated preset, a preset, an `nvidia-smi topo -m` file or a calibration file.
+
+    Args:
+        source: a name in CALIBRATED (fitted figures), else a name in PRESETS (builder figures), else a
+            file: a calibration JSON (written by `netsim calibrate --out`, see docs/calibration.md) or
+            a text file holding an `nvidia-smi topo -m` matrix.
+        p2p: False for the P2P-off variant (device-to-device copies by `transport`), True for P2P on;
+            None keeps the machine's own (on, except on presets without P2P such as titanrtx-8x-lambda).
+        transport: the P2P-off route builder of PCIe servers (default: host-staged, `HostStaged`).
+
+    PCIe servers come with their shared resources (`pcie_shared`); a calibration sets every link of a
+    class to the class's fitted bandwidth and latency, every shared resource to its fitted capacity,
+    and `Topology.software` to the fitted collective costs.
+
+    Raises:
+        ScenarioError: naming the source when it is none of these, or a calibration file is malformed.
+    """
+    name = os.fspath(source)
+    if name in CALIBRATED:
+        return from_calibration(copy.deepcopy(CALIBRATED[name]), p2p=p2p, transport=transport, where=name)
+    if name in _BUILDERS:
+        return base_topology(name, p2p=p2p, transport=transport)
+    if not os.path.isfile(name):
+        raise ScenarioError(f"topology: {name!r} is neither a preset ({', '.join(_BUILDERS)}) nor a file")
+    with open(name) as f:
+        text = f.read()
+    if text.lstrip().startswith("{"):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ScenarioError(f"{name}: not valid JSON: {e}") from None
+        return from_calibration(values, p2p=p2p, transport=transport, where=name)
+    entry = {"nvidia_smi_topo": text, "name": os.path.splitext(os.path.basename(name))[0]}
+    try:
+        return base_topology(entry, p2p=p2p, transport=transport)
+    except ScenarioError as e:
+        raise ScenarioError(f"{name}: neither a calibration JSON nor an `nvidia-smi topo -m` file ({e})") from None
+
+
+def base_topology(entry: str | Mapping[str, Any], *, p2p: bool | None = None,
+                  transport: Transport | None = None) -> Topology:
+    """A calibration file's "topology" entry, built with builder figures: a preset name, or
+    {"nvidia_smi_topo": text, "name": ..., "device": ...}. PCIe servers get their shared resources."""
+    pcie = ({"p2p": p2p} if p2p is not None else {}) | ({"transport": transport} if transport is not None else {})
+    if isinstance(entry, str):
+        if entry not in _BUILDERS:
+            raise ScenarioError(f"topology: unknown preset {entry!r}; known: {', '.join(_BUILDERS)}")
+        topo = preset(entry)
+        if pcie and isinstance(topo.router, PcieRouter):
+            topo = preset(entry, **pcie)
+    elif isinstance(entry, Mapping) and isinstance(entry.get("nvidia_smi_topo"), str):
+        topo = pcie_server_from_topo(entry["nvidia_smi_topo"], name=str(entry.get("name", "server")),
+                                     device=str(entry.get("device", "")), **pcie)
+    else:
+        raise ScenarioError(f"topology: expected a preset name or {{'nvidia_smi_topo': text}}, got {entry!r}")
+    return dataclasses.replace(topo, shared=pcie_shared(topo)) if isinstance(topo.router, PcieRouter) else topo
+
+
+def from_calibration(values: Mapping[str, Any], *, p2p: bool | None = None, transport: Transport | None = None,
+                     where: str = "calibration", base: Topology | None = None) -> Topology:
+    """The topology of calibration values (see `load`): `base`, else the one their "topology" entry names,
+    with the fitted figures (links by `link_class`, shared resources by id, software costs)."""
+    if not isinstance(values, Mapping) or (base is None and "topology" not in values):
+        raise ScenarioError(f"{where}: no 'topology' entry (a preset name or {{'nvidia_smi_topo': text}})")
+    topo = base if base is not None else base_topology(values["topology"], p2p=p2p, transport=transport)
+    classes = values.get("link_classes", {})
+    links = []
+    for link in topo.links:
+        c = link_class(topo, link.id)
+        if c not in classes:
+            raise ScenarioError(f"{where}: link_classes: no entry for class {c!r} (link {link.id!r})")
+        try:
+            links.append(dataclasses.replace(link, bandwidth=float(classes[c]["bandwidth"]),
+                                             latency=float(classes[c]["latency"])))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ScenarioError(f"{where}: link_classes.{c}: {e}") from None
+    capacity = values.get("shared", {})
+    missing = [r.id for r in topo.shared if r.id not in capacity]
+    if missing:
+        raise ScenarioError(f"{where}: shared: no capacity for {missing[:3]}")
+    shared = tuple(dataclasses.replace(r, capacity=float(capacity[r.id])) for r in topo.shared)
+    software = CollectiveCosts.from_dict(values, where=where) if "regimes" in values else None
+    return dataclasses.replace(topo, links=tuple(links), shared=shared, software=software,
+                               device=str(values.get("device") or topo.device))

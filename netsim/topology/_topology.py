@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .._routing import LinkGraph
-from .._scenario import Flow, Link, Scenario, ScenarioError, Task
+import numpy as np
 
-__all__ = ["Path", "Router", "ShortestPath", "Topology", "natural_key"]
+from .._routing import LinkGraph
+from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task, check_number
+
+__all__ = ["CollectiveCosts", "Path", "Regime", "Router", "ShortestPath", "Topology", "link_class", "natural_key",
+           "regime_blend",
+           "regime_weights"]
 
 Path = tuple[str, ...]  # link ids from src to dst
 
@@ -59,6 +64,134 @@ class ShortestPath:
         return self
 
 
+def regime_weights(step_bytes, log_threshold, log_width, xp=np):
+    """Weight of each protocol regime at each bytes-per-step, shape S x P, summing to 1 over P.
+
+    Regime p holds past hand-overs < p and before hand-over p; each hand-over is a logistic step in
+    log(bytes per step) at log_threshold[k], of width exp(log_width). Written once for NumPy (`xp=np`)
+    and jax.numpy (`xp=jnp`).
+    """
+    x = xp.log(xp.maximum(xp.asarray(step_bytes, dtype=np.float64), 1.0))[..., None]  # S x 1
+    z = (x - log_threshold) / xp.exp(log_width)
+    above = 0.5 * (1.0 + xp.tanh(0.5 * z))  # S x (P-1): the logistic, with finite gradients at any z
+    ones = xp.ones_like(x)
+    past = xp.concatenate([ones, xp.cumprod(above, axis=-1)], axis=-1)
+    return past * xp.concatenate([1.0 - above, ones], axis=-1)
+
+
+def regime_blend(step_bytes, log_overhead, inefficiency, log_threshold, log_width, xp=np):
+    """Per-step software overhead (s) and payload efficiency at each bytes-per-step, blended over regimes.
+
+    NCCL switches protocol with message size (LL for small messages: half of every 8-byte store is a
+    flag, 50 % payload efficiency, a short per-step latency; Simple for large ones: full bandwidth, a
+    longer handshake). The logs of the regimes' overheads and their inefficiencies (-log efficiency)
+    are blended with `regime_weights`. Calibration's loss (`xp=jnp`) and calibrated scenarios
+    (`CollectiveCosts.apply`, `xp=np`) share this one formula.
+
+    Args:
+        step_bytes: bytes per step, any shape S.
+        log_overhead: P, log s per regime, smallest messages first.
+        inefficiency: P, -log(efficiency) per regime.
+        log_threshold: P - 1, log bytes per step of each hand-over.
+        log_width: log of each hand-over's width in log(bytes).
+
+    Returns:
+        (overhead, efficiency), each of shape S.
+    """
+    w = regime_weights(step_bytes, log_threshold, log_width, xp)
+    return xp.exp(w @ log_overhead), xp.exp(-(w @ inefficiency))
+
+
+@dataclasses.dataclass(frozen=True)
+class Regime:
+    """One protocol regime: `overhead` s per collective step (per flow), `efficiency` payload bytes per
+    wire byte in (0, 1], in use up to `up_to` bytes per step (None for the last regime)."""
+
+    name: str
+    overhead: float
+    efficiency: float
+    up_to: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectiveCosts:
+    """A machine's collective software model (fitted by `netsim calibrate`), carried by its Topology.
+
+    A collective built by netsim.workloads without an explicit `step_overhead` and turned into a scenario
+    on a topology with costs gets, per flow, the regime-blended per-step overhead at its bytes and its
+    bytes inflated by 1 / efficiency (see `regime_blend`), and the launch cost once (every flow starts
+    `launch` s later). Copies (p2pBandwidthLatencyTest) pay `copy_overhead` once, host-staged ones
+    `staged_overhead`.
+
+    Attributes:
+        regimes: smallest messages first; every one but the last has `up_to`.
+        width: width of each hand-over in log(bytes).
+        launch: s once per collective.
+        copy_overhead, staged_overhead: s once per direct / host-staged copy.
+    """
+
+    regimes: tuple[Regime, ...]
+    width: float = 0.5
+    launch: float = 0.0
+    copy_overhead: float = 0.0
+    staged_overhead: float = 0.0
+
+    def __post_init__(self):
+        regimes = tuple(self.regimes)
+        object.__setattr__(self, "regimes", regimes)
+        if not regimes:
+            raise ScenarioError("software.regimes: at least one regime")
+        for i, r in enumerate(regimes):
+            where = f"software.regimes[{i}] ({r.name!r})"
+            check_number(r.overhead, f"{where}.overhead", positive=True)
+            if not isinstance(r.efficiency, int | float) or not 0 < r.efficiency <= 1:
+                raise ScenarioError(f"{where}.efficiency: must be in (0, 1], got {r.efficiency!r}")
+            last = i == len(regimes) - 1
+            if not last:
+                check_number(r.up_to, f"{where}.up_to", positive=True)
+            elif r.up_to is not None:
+                raise ScenarioError(f"{where}.up_to: the last regime has no upper size, got {r.up_to!r}")
+        check_number(self.width, "software.width", positive=True)
+        for name in ("launch", "copy_overhead", "staged_overhead"):
+            check_number(getattr(self, name), f"software.{name}")
+
+    def blend(self, step_bytes) -> tuple[np.ndarray, np.ndarray]:
+        """(overhead s, efficiency) at each bytes-per-step (NumPy; see `regime_blend`)."""
+        r = self.regimes
+        return regime_blend(step_bytes, np.log([x.overhead for x in r]), -np.log([x.efficiency for x in r]),
+                            np.log([x.up_to for x in r[:-1]]).reshape(len(r) - 1), math.log(self.width))
+
+    def apply(self, scenario: Scenario) -> Scenario:
+        """The scenario of one collective with these costs: every flow's overhead plus the blended
+        per-step overhead at its bytes, its bytes / efficiency, its start + launch."""
+        over, eff = self.blend([f.bytes for f in scenario.flows])
+        flows = [dataclasses.replace(f, bytes=f.bytes / float(e), overhead=f.overhead + float(o),
+                                     start=f.start + self.launch)
+                 for f, o, e in zip(scenario.flows, over, eff, strict=True)]
+        return dataclasses.replace(scenario, flows=tuple(flows))
+
+    def to_dict(self) -> dict:
+        """JSON-able, as in a calibration file ("regimes", "width", "launch", ...)."""
+        return {"regimes": {r.name: {"overhead": r.overhead, "efficiency": r.efficiency, "up_to": r.up_to}
+                            for r in self.regimes},
+                "width": self.width, "launch": self.launch, "copy_overhead": self.copy_overhead,
+                "staged_overhead": self.staged_overhead}
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any], where: str = "software") -> CollectiveCosts:
+        """Reads `to_dict`'s structure (extra keys, such as a calibration file's link classes, are ignored)."""
+        regimes = values.get("regimes")
+        if not isinstance(regimes, Mapping) or not regimes:
+            raise ScenarioError(f"{where}.regimes: expected an object of regimes, got {regimes!r}")
+        try:
+            rs = tuple(Regime(name, float(r["overhead"]), float(r["efficiency"]),
+                              None if r.get("up_to") is None else float(r["up_to"])) for name, r in regimes.items())
+            return cls(rs, float(values.get("width", 0.5)), float(values.get("launch", 0.0)),
+                       float(values.get("copy_overhead", 0.0)), float(values.get("staged_overhead", 0.0)))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ScenarioError(f"{where}: {e}") from None
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Topology:
     """Directed links, node roles and a routing rule; immutable.
@@ -70,6 +203,10 @@ class Topology:
         router: the fabric's routing rule (see `Router`).
         workers: the nodes that run work, in order; None takes the nodes whose role is in WORKER_KINDS,
             in natural order.
+        shared: capacities no single link has (a cable's two-way budget, a host staging engine), put
+            into every scenario built on this topology (see netsim.SharedResource).
+        software: the collective software model (None: collectives cost only their bytes and latencies).
+        device: the workers' model ("RTX 4090", "A40"), "" if unknown; traces of another model are refused.
     """
 
     name: str
@@ -77,6 +214,9 @@ class Topology:
     kind: dict[str, str]
     router: Router = dataclasses.field(default_factory=ShortestPath)
     workers: tuple[str, ...] | None = None
+    shared: tuple[SharedResource, ...] = ()
+    software: CollectiveCosts | None = None
+    device: str = ""
 
     def __post_init__(self):
         links = tuple(self.links)
@@ -98,9 +238,26 @@ class Topology:
             unknown = [w for w in workers if w not in kind]
             if unknown:
                 raise ScenarioError(f"topology {self.name!r}: workers {unknown[:3]} are not nodes")
+        shared = tuple(self.shared)
+        names: set[str] = set()
+        for i, r in enumerate(shared):
+            where = f"topology {self.name!r}: shared[{i}]"
+            if not isinstance(r, SharedResource):
+                raise ScenarioError(f"{where} is {r!r}, not a netsim.SharedResource")
+            if r.id in ids or r.id in names:
+                raise ScenarioError(f"{where}.id: duplicate resource id {r.id!r}")
+            names.add(r.id)
+            check_number(r.capacity, f"{where}.capacity", positive=True)
+            unknown = [x for x in (*r.links, *r.via) if x not in ids]
+            if not r.links or unknown:
+                raise ScenarioError(f"{where} ({r.id!r}): unknown link id(s) {unknown[:3]}" if unknown
+                                    else f"{where} ({r.id!r}).links: must name at least one link")
+        if self.software is not None and not isinstance(self.software, CollectiveCosts):
+            raise ScenarioError(f"topology {self.name!r}: software is {self.software!r}, not a CollectiveCosts")
         object.__setattr__(self, "links", links)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "workers", workers)
+        object.__setattr__(self, "shared", shared)
 
     # --- structure ------------------------------------------------------------------------------
     @property
@@ -178,20 +335,31 @@ class Topology:
 
     def scenario(self, flows: Iterable[Flow] = (), tasks: Iterable[Task] = (),
                  name: str | None = None) -> Scenario:
-        """A scenario on these links; flows without a route take `self.route(src, dst)`."""
+        """A scenario on these links and shared resources; flows without a route take `self.route(src, dst)`."""
         routed = [f if f.route is not None else dataclasses.replace(f, route=self.route(f.src, f.dst))
                   for f in flows]
-        return Scenario(self.links, routed, tuple(tasks), name=self.name if name is None else name)
+        return Scenario(self.links, routed, tuple(tasks), name=self.name if name is None else name,
+                        shared=self.shared)
 
     # --- failures -------------------------------------------------------------------------------
     def without_links(self, link_ids: Iterable[str]) -> Topology:
-        """The same fabric with `link_ids` failed; routes are recomputed over the surviving links."""
+        """The same fabric with `link_ids` failed; routes are recomputed over the surviving links.
+
+        A shared resource keeps its surviving links; one left with no link (or, having a `via`, no via
+        link) is dropped.
+        """
         failed = frozenset([link_ids] if isinstance(link_ids, str) else link_ids)
         unknown = sorted(failed - set(self.link))
         if unknown:
             raise ScenarioError(f"topology {self.name!r}: without_links: unknown link id(s) {unknown[:5]}")
-        return Topology(self.name, tuple(x for x in self.links if x.id not in failed), self.kind,
-                        self.router.without(failed), self.workers)
+        shared = []
+        for r in self.shared:
+            links = tuple(x for x in r.links if x not in failed)
+            via = tuple(x for x in r.via if x not in failed)
+            if links and (via or not r.via):
+                shared.append(dataclasses.replace(r, links=links, via=via))
+        return dataclasses.replace(self, links=tuple(x for x in self.links if x.id not in failed),
+                                   router=self.router.without(failed), shared=tuple(shared))
 
     def unreachable_pairs(self, among: Sequence[str] | None = None) -> list[tuple[str, str]]:
         """Ordered pairs of `among` (default: gpus()) that have no route."""
@@ -209,6 +377,26 @@ class Topology:
     def __repr__(self) -> str:
         return (f"Topology({self.name!r}: {len(self.kind)} nodes, {len(self.links)} links, "
                 f"{len(self.gpus())} workers, router={type(self.router).__name__})")
+
+
+def link_class(topo: Topology, link_id: str) -> str:
+    """The class of a link from its end nodes' kinds: pcie, numa, socket, memory, nvlink, or "a-b".
+
+    Calibration fits one bandwidth and latency per class; a calibration file sets every link of a class.
+    """
+    link = topo.link[link_id]
+    ends = frozenset((topo.kind[link.src], topo.kind[link.dst]))
+    if ends == {"socket"} or ends == {"cpu"}:
+        return "socket"  # between sockets (a one-NUMA socket's hub is its cpu node)
+    if "mem" in ends:
+        return "memory"
+    if ends == {"cpu", "socket"}:
+        return "numa"
+    if ends == {"gpu"}:
+        return "nvlink"
+    if ends & {"rc", "switch"}:
+        return "pcie"
+    return "-".join(sorted(ends))
 
 
 def cable(a: str, b: str, bandwidth: float, latency: float = 0.0) -> tuple[Link, Link]:

@@ -84,10 +84,12 @@ class Workload:
         return self + Workload([extend(f) for f in other.flows], [extend(t) for t in other.tasks], other.name)
 
     def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
-        """A scenario on `fabric`'s links; flows without a route take `fabric.route(src, dst)`."""
+        """A scenario on `fabric`'s links and shared resources (a Topology's `shared`, if any); flows
+        without a route take `fabric.route(src, dst)`."""
         flows = [f if f.route is not None else dataclasses.replace(f, route=tuple(fabric.route(f.src, f.dst)))
                  for f in self.flows]
-        return Scenario(tuple(fabric.links), flows, self.tasks, name=self.name if name is None else name)
+        return Scenario(tuple(fabric.links), flows, self.tasks, name=self.name if name is None else name,
+                        shared=tuple(getattr(fabric, "shared", ())))
 
 
 def concat(workloads: Iterable[Workload]) -> Workload:

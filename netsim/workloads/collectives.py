@@ -83,6 +83,8 @@ class Collective:
         steps: dependent communication steps a chunk goes through (the latency term's multiplier).
         chunks, channels: the pipelining and the parallel rings (or trees) the bytes are split over.
         root: index of the root rank (Broadcast, Reduce), else None.
+        step_overhead: the explicit per-flow software cost (s); None when not given, so that
+            `scenario` applies the fabric's fitted costs (`Topology.software`) if it has them.
     """
 
     kind: str
@@ -96,6 +98,7 @@ class Collective:
     chunks: int
     channels: int
     root: int | None = None
+    step_overhead: float | None = None
 
     @property
     def n(self) -> int:
@@ -119,8 +122,15 @@ class Collective:
         return self.algbw(time) * self.bus_factor
 
     def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
-        """The collective on `fabric`; flows without an explicit route take `fabric.route(src, dst)`."""
-        return self.workload.scenario(fabric, name=name)
+        """The collective on `fabric`; flows without an explicit route take `fabric.route(src, dst)`.
+
+        On a fabric with fitted software costs (`Topology.software`, see `CollectiveCosts.apply`) and no
+        explicit `step_overhead`, every flow pays the calibrated per-step overhead and payload efficiency
+        at its bytes, and the collective its launch cost.
+        """
+        scenario = self.workload.scenario(fabric, name=name)
+        costs = getattr(fabric, "software", None)
+        return costs.apply(scenario) if costs is not None and self.step_overhead is None else scenario
 
     def __repr__(self) -> str:
         return (f"Collective({self.kind}/{self.algorithm}, n={self.n}, size={format_quantity(self.size, 'bytes')}, "
@@ -130,7 +140,7 @@ class Collective:
 # --- public builders ------------------------------------------------------------------------------
 
 def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str = 0.0,
+              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str | None = None,
               routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
               reduce_bandwidth: float | str | None = None, name: str = "allreduce") -> Collective:
     """AllReduce of an S-byte buffer on every rank.
@@ -146,7 +156,8 @@ def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
         channels: parallel rings/trees, splitting the bytes evenly (K).
         rings: one rank order per channel (cycled); default: `ranks` for every channel. Trees and
             halving-doubling number the ranks by this order.
-        step_overhead: fixed software cost (s, or "2 us") of every flow, before its first byte.
+        step_overhead: fixed software cost (s, or "2 us") of every flow, before its first byte. None:
+            0, or on a fabric with fitted software costs (`Topology.software`) the calibrated model.
         routes: explicit routes (link ids) per (src, dst) pair; other pairs take the fabric's route.
         reduce_bandwidth: if set (bytes/s), every reducing receive is followed by a reduction task
             on the receiving node taking bytes / reduce_bandwidth s, which later sends wait for.
@@ -158,7 +169,7 @@ def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
 
 def reducescatter(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
                   channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-                  step_overhead: float | str = 0.0, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+                  step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
                   reduce_bandwidth: float | str | None = None, name: str = "reducescatter") -> Collective:
     """ReduceScatter of an S-byte input per rank; rank i ends with reduced block i (S / n bytes).
 
@@ -169,7 +180,7 @@ def reducescatter(ranks: Sequence[str], size: float | str, *, algorithm: str = "
 
 
 def allgather(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str = 0.0,
+              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str | None = None,
               routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
               name: str = "allgather") -> Collective:
     """AllGather: rank i contributes block i (S / n bytes); every rank ends with all S bytes.
@@ -182,7 +193,7 @@ def allgather(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
 
 def broadcast(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm: str = "ring",
               chunks: int = 1, channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-              step_overhead: float | str = 0.0, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+              step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
               name: str = "broadcast") -> Collective:
     """Broadcast of S bytes from ranks[root], pipelined in chunks along each channel's ring from the root.
 
@@ -194,7 +205,7 @@ def broadcast(ranks: Sequence[str], size: float | str, *, root: int = 0, algorit
 
 def reduce(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm: str = "ring",
            chunks: int = 1, channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-           step_overhead: float | str = 0.0, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+           step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
            reduce_bandwidth: float | str | None = None, name: str = "reduce") -> Collective:
     """Reduce of S bytes per rank into ranks[root], pipelined along each channel's ring, ending at the root.
 
@@ -205,7 +216,7 @@ def reduce(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm:
 
 
 def alltoall(ranks: Sequence[str], size: float | str, *, algorithm: str = "direct", chunks: int = 1,
-             channels: int = 1, step_overhead: float | str = 0.0,
+             channels: int = 1, step_overhead: float | str | None = None,
              routes: Mapping[tuple[str, str], Sequence[str]] | None = None, name: str = "alltoall") -> Collective:
     """AllToAll: every rank sends S / n bytes to every other rank, all pairs at once (grouped send/recv).
 
@@ -230,11 +241,11 @@ def _build(kind, ranks, size, algorithm, chunks, channels, rings, step_overhead,
     if root is not None and (not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < n):
         raise ScenarioError(f"root: must be a rank index in [0, {n}), got {root!r}")
     orders = _check_rings(rings, ranks)
-    b = _Builder(name, ranks, step_overhead, routes, reduce_bandwidth)
+    b = _Builder(name, ranks, 0.0 if step_overhead is None else step_overhead, routes, reduce_bandwidth)
     schedule = _SCHEDULES[(kind, algorithm)]
     blocks, steps = schedule(b, size, chunks, channels, orders, root)
     return Collective(kind, algorithm, ranks, size, Workload(b.flows, b.tasks, name), tuple(b.transfers),
-                      blocks, steps, chunks, channels, root)
+                      blocks, steps, chunks, channels, root, None if step_overhead is None else b.overhead)
 
 
 def quantity(value: float | str, kind: str, field: str, *, positive: bool = False) -> float:

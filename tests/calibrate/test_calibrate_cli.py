@@ -21,7 +21,7 @@ def test_register_adds_the_subcommand(capsys):
     with pytest.raises(SystemExit):
         run(["--help"])
     out = capsys.readouterr().out
-    assert "--topology" in out and "--out" in out and "nvidia-smi topo" in out
+    assert "--topology" in out and "--out" in out and "nvidia-smi topo" in out and "calibration JSON" in out
 
 
 def test_unknown_topology(tmp_path, capsys):
@@ -46,6 +46,8 @@ def test_end_to_end_with_a_topo_file(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "all_reduce x4" in text and "bidirectional P2P on" in text
+    lines = text.splitlines()
+    assert len({line.index("busbw") for line in lines if "busbw" in line}) == 1  # aligned report
     values = json.loads(out.read_text())
     assert values["sources"] == ["m02_4x4090_pptest_p2p_allreduce.txt"] and "GPU0" in values["topology"]["nvidia_smi_topo"]
     topo, spec, params = presets.load(str(out))  # the written file is a preset

@@ -1,0 +1,120 @@
+"""The calibrated twin, end to end on the in-repo traces: a calibration file loads as a topology whose
+collectives simulate exactly as `netsim predict` and `netsim.calibrate.predict` say; tables from
+another machine are refused; NCCL_P2P_DISABLE and CUDA_VISIBLE_DEVICES are honoured."""
+
+import json
+
+import numpy as np
+import pytest
+from netsim.calibrate import Params, Spec, experiments_from_trace, predict, read_trace
+
+import netsim
+from netsim.cli import main
+from netsim.data import trace_path
+from netsim.topology import CALIBRATED, link_class, load, preset
+from netsim.workloads import allreduce
+
+M01_AR = str(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
+M05 = read_trace(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt"))
+
+
+@pytest.fixture(scope="module")
+def predicted(tmp_path_factory):
+    """`netsim predict` of the m01 all_reduce with a calibration file (the shipped m01 calibration, as
+    `netsim calibrate --out` writes it), its --json and its stdout."""
+    folder = tmp_path_factory.mktemp("twin")
+    params, out = folder / "m01.json", folder / "pred.json"
+    params.write_text(json.dumps(CALIBRATED["rtx4090-8x-epyc7542"]))
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["predict", M01_AR, "--params", str(params), "--json", str(out)]) == 0
+    return params, json.loads(out.read_text()), text.getvalue()
+
+
+def test_predict_output_and_json_schema(predicted):
+    _, data, text = predicted
+    (table,) = data["tables"]
+    assert set(table) == {"name", "kind", "n_gpus", "points"}
+    assert table["kind"] == "all_reduce" and table["n_gpus"] == 8 and len(table["points"]) == 25
+    assert all(set(p) == {"bytes", "measured_s", "simulated_s"} for p in table["points"])
+    assert table["points"][0]["bytes"] == 8 and table["points"][-1]["bytes"] == 2**27
+    lines = text.splitlines()
+    header = next(i for i, x in enumerate(lines) if x.startswith("== "))
+    rows = lines[header + 2: header + 27]
+    assert rows[0].split()[:2] == ["8", "B"] and rows[-1].split()[:2] == ["128", "MiB"]
+    assert len({len(r) for r in rows}) == 1  # aligned columns
+    measured = np.array([p["measured_s"] for p in table["points"]])
+    simulated = np.array([p["simulated_s"] for p in table["points"]])
+    err = np.abs(measured / simulated - 1)  # busbw error = time ratio
+    assert f"mean |error| {err.mean():.2%}, max {err.max():.2%}" in text
+    assert err.mean() == pytest.approx(CALIBRATED["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]["mean_error"],
+                                       abs=2e-3)
+
+
+@pytest.mark.parametrize("point", [0, 13, 24])  # LL, the hand-over, Simple
+def test_calibrated_topology_simulates_as_predict(predicted, point):
+    """One model everywhere: allreduce(...).scenario(load(file)) simulated equals `netsim predict`'s
+    figure for the same point, and calibrate's `predict` called plainly (no jit around it)."""
+    params_file, data, _ = predicted
+    topo = load(params_file)
+    size = data["tables"][0]["points"][point]["bytes"]
+    got = netsim.simulate(allreduce(topo.gpus(), size).scenario(topo)).makespan
+    assert got == pytest.approx(data["tables"][0]["points"][point]["simulated_s"], rel=1e-9)
+    spec = Spec.for_topology(topo)
+    (exp,) = experiments_from_trace(read_trace(M01_AR), spec, topo)
+    run = predict(Params.from_topology(spec, topo), exp)
+    assert run.ok.all() and run["makespan"][point] == pytest.approx(got, rel=1e-9)
+
+
+def test_tables_of_another_machine_are_refused():
+    a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
+    notes = []
+    exps = experiments_from_trace(M05, Spec.for_topology(a40), a40, staged=off, notes=notes)
+    assert [e.name.split(" ", 1)[1] for e in exps] == ["all_reduce x2", "all_reduce x4 P2P off",
+                                                       "all_reduce x2 P2P off"]
+    (refused,) = [n for n in notes if n.startswith("refused")]
+    assert ":52 (DGX A100" in refused and "measured on A100" in refused and "'a40-8x-nv4' has A40" in refused
+    rtx = load("rtx4090-8x-epyc7542")
+    notes = []
+    assert experiments_from_trace(M05, Spec.for_topology(rtx), rtx, notes=notes) == []
+    assert len(notes) == 4 and all("another machine" in n for n in notes)
+    # an unnamed topology (from an nvidia-smi file) cannot tell: nothing is refused for the model
+    assert preset("a40-8x-nv4", device="").device == ""
+
+
+def test_calibrate_refuses_the_dgx_table(tmp_path, capsys):
+    rc = main(["calibrate", str(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt")), "--topology",
+               "rtx4090-8x-epyc7542", "--out", str(tmp_path / "p.json")])
+    assert rc == 2 and not (tmp_path / "p.json").exists()
+    err = capsys.readouterr().err
+    assert "no table" in err and "measured on A100, but topology 'rtx4090-8x-epyc7542' has RTX 4090" in err
+
+
+def test_nccl_p2p_disable_and_visible_devices_are_honoured():
+    a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
+    spec = Spec.for_topology(a40)
+    memory = lambda exp: {link_class(a40, h) == "memory" for c in exp.compiled for r in c.routes for h in r}
+    pair, sys4, node = experiments_from_trace(M05, spec, a40, staged=off)
+    # :22 runs over the NVLink pair with P2P on; :42 (GPUs 1, 2, NCCL_P2P_DISABLE=1) is host-staged
+    assert pair.n_ranks == 2 and memory(pair) == {False}
+    assert node.compiled[0].scenario.flows[0].src == "gpu1" and True in memory(node)
+    assert {f.src for f in sys4.compiled[0].scenario.flows} == {"gpu0", "gpu1", "gpu6", "gpu7"}
+    # forced on, every table takes direct routes
+    forced = experiments_from_trace(M05, spec, a40, staged=off, routes="on")
+    assert all(memory(e) == {False} for e in forced)
+
+
+def test_calibrate_file_predict_loop(tmp_path, capsys):
+    """calibrate (few steps) -> m01.json -> topology.load -> allreduce scenario == netsim predict (~25 s)."""
+    out, pred = tmp_path / "m01.json", tmp_path / "pred.json"
+    assert main(["calibrate", M01_AR, "--topology", "rtx4090-8x-epyc7542", "--steps", "2", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "compiling (first step takes ~20 s)" in err and "step limit (2) with the loss still falling" in err
+    assert main(["predict", M01_AR, "--params", str(out), "--json", str(pred)]) == 0
+    point = json.loads(pred.read_text())["tables"][0]["points"][10]
+    topo = load(out)
+    got = netsim.simulate(allreduce(topo.gpus(), point["bytes"]).scenario(topo)).makespan
+    assert got == pytest.approx(point["simulated_s"], rel=1e-9)

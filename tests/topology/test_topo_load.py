@@ -1,0 +1,161 @@
+"""Topologies that carry shared resources and a collective software model, and `netsim.topology.load`
+of presets, `nvidia-smi topo -m` files and calibration files."""
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+import netsim
+from netsim import ScenarioError, SharedResource
+from netsim.data import trace_path
+from netsim.topology import (
+    CALIBRATED,
+    CollectiveCosts,
+    Regime,
+    Topology,
+    build_server,
+    cable,
+    link_class,
+    load,
+    pcie_server,
+    pcie_shared,
+    preset,
+    server_plan,
+)
+from netsim.topology import parse_nvidia_smi_topo as parse
+from netsim.workloads import Workload, allreduce
+
+GB = 1e9
+
+
+def two_switches(shared=()):
+    links = [*cable("g0", "sA", 30 * GB), *cable("g1", "sB", 30 * GB), *cable("sA", "sB", 20 * GB)]
+    kind = {"g0": "gpu", "g1": "gpu", "sA": "switch", "sB": "switch"}
+    return Topology("two", links, kind, shared=shared)
+
+
+def test_shared_resources_are_validated_kept_and_put_in_scenarios():
+    duplex = SharedResource("duplex", 30 * GB, ("sA->sB", "sB->sA"))
+    topo = two_switches([duplex])
+    with pytest.raises(ScenarioError, match=r"shared\[0\] \('x'\): unknown link id\(s\) \['nope'\]"):
+        two_switches([SharedResource("x", GB, ("nope",))])
+    with pytest.raises(ScenarioError, match="duplicate resource id 'sA->sB'"):
+        two_switches([SharedResource("sA->sB", GB, ("g0->sA",))])
+    flows = [netsim.Flow("a", "g0", "g1", 1e9), netsim.Flow("b", "g1", "g0", 1e9)]
+    scenario = topo.scenario(flows)
+    assert scenario.shared == (duplex,)
+    assert Workload(flows).scenario(topo).shared == (duplex,)
+    # both directions at once share 30 GB/s: each gets 15, so 1 GB takes 1/15 s (links alone: 1/20 s)
+    assert netsim.simulate(scenario).makespan == pytest.approx(1 / 15, rel=1e-12)
+    # a failed direction leaves the budget on the other; failing both drops it
+    one = topo.without_links(["sB->sA"])
+    assert one.shared == (dataclasses.replace(duplex, links=("sA->sB",)),)
+    assert topo.without_links(["sA->sB", "sB->sA"]).shared == ()
+    staged = SharedResource("s", GB, ("g0->sA",), via=("sA->sB",))
+    assert two_switches([staged]).without_links(["sA->sB"]).shared == ()
+
+
+def test_pcie_shared_resources_from_the_builder():
+    topo = preset("rtx4090-8x-epyc7542", shared=True)
+    assert topo.shared == pcie_shared(preset("rtx4090-8x-epyc7542"))
+    duplex, *staging = topo.shared
+    assert duplex.id == "socket0<->socket1" and duplex.capacity == pytest.approx(0.94 * 2 * 21.9 * GB)
+    assert [s.id for s in staging] == [f"gpu{i} staging" for i in range(8)]
+    assert staging[0].capacity == pytest.approx(0.82 * 25.8 * GB) and set(staging[0].via) == {
+        x.id for x in topo.links if link_class(topo, x.id) == "memory"}
+    assert pcie_server(4, sockets=1).shared == ()  # opt-in: plain builders keep their figures
+
+
+def test_costs_blend_closed_form_and_apply():
+    costs = CollectiveCosts((Regime("LL", 2e-6, 0.5, 1e4), Regime("Simple", 8e-6, 0.9)), width=0.5, launch=3e-6)
+    b = np.array([10.0, 1e4, 1e8])
+    w = 1 / (1 + np.exp(-(np.log(b) - np.log(1e4)) / 0.5))  # weight of Simple
+    over, eff = costs.blend(b)
+    np.testing.assert_allclose(over, np.exp((1 - w) * np.log(2e-6) + w * np.log(8e-6)), rtol=1e-12)
+    np.testing.assert_allclose(eff, np.exp((1 - w) * np.log(0.5) + w * np.log(0.9)), rtol=1e-12)
+    assert over[1] == pytest.approx(4e-6) and eff[1] == pytest.approx(math.sqrt(0.45))  # geometric mean at hand-over
+    scenario = two_switches().scenario([netsim.Flow("a", "g0", "g1", 1e8, overhead=1e-6)])
+    (f,) = costs.apply(scenario).flows
+    assert f.bytes == pytest.approx(1e8 / eff[2]) and f.overhead == pytest.approx(1e-6 + over[2])
+    assert f.start == 3e-6
+    assert CollectiveCosts.from_dict(json.loads(json.dumps(costs.to_dict()))) == costs
+    with pytest.raises(ScenarioError, match=r"regimes\[1\] \('Simple'\).efficiency: must be in \(0, 1\]"):
+        CollectiveCosts((Regime("LL", 2e-6, 0.5, 1e4), Regime("Simple", 8e-6, 1.5)))
+    with pytest.raises(ScenarioError, match=r"regimes\[0\] \('LL'\).up_to"):
+        CollectiveCosts((Regime("LL", 2e-6, 0.5), Regime("Simple", 8e-6, 0.9)))
+
+
+def test_collectives_take_the_fabric_costs_unless_given_an_overhead():
+    topo = dataclasses.replace(two_switches(), software=CollectiveCosts((Regime("Simple", 5e-6, 0.8),), launch=2e-6))
+    plain = allreduce(["g0", "g1"], 8e6).scenario(two_switches())
+    costed = allreduce(["g0", "g1"], 8e6).scenario(topo)
+    # 2 ranks: 2 steps of S/2 = 4 MB, 20 GB/s uplink; each step 5 us + 4e6 / 0.8 / 20e9, after 2 us launch
+    assert netsim.simulate(plain).makespan == pytest.approx(2 * 4e6 / 20e9, rel=1e-12)
+    assert netsim.simulate(costed).makespan == pytest.approx(2e-6 + 2 * (5e-6 + 4e6 / 0.8 / 20e9), rel=1e-12)
+    given = allreduce(["g0", "g1"], 8e6, step_overhead="1 us").scenario(topo)
+    assert all(f.overhead == 1e-6 and f.bytes == 4e6 for f in given.flows)
+    from netsim.workloads import sweep
+
+    table = sweep(allreduce(["g0", "g1"], 1.0), topo, [8e6, 8e3])
+    assert table.time[0] == pytest.approx(netsim.simulate(costed).makespan, rel=1e-12)
+    small = netsim.simulate(allreduce(["g0", "g1"], 8e3).scenario(topo)).makespan
+    assert table.time[1] == pytest.approx(small, rel=1e-12)
+
+
+def test_load_a_calibrated_preset_and_its_p2p_off_twin():
+    values = CALIBRATED["rtx4090-8x-epyc7542"]
+    topo = load("rtx4090-8x-epyc7542")
+    for link in topo.links:
+        c = values["link_classes"][link_class(topo, link.id)]
+        assert (link.bandwidth, link.latency) == (c["bandwidth"], c["latency"])
+    assert {r.id: r.capacity for r in topo.shared} == values["shared"]
+    assert topo.software.to_dict()["regimes"] == values["regimes"] and topo.software.width == values["width"]
+    assert topo.device == "RTX 4090"
+    off = load("rtx4090-8x-epyc7542", p2p=False)
+    assert any(link_class(off, x) == "memory" for x in off.route("gpu0", "gpu1"))
+    assert not any(link_class(topo, x) == "memory" for x in topo.route("gpu0", "gpu1"))
+    assert [x.id for x in off.links] == [x.id for x in topo.links] and off.shared == topo.shared
+    assert preset("rtx4090-8x-epyc7542").software is None  # the preset itself keeps builder figures
+    assert load("titanrtx-8x-lambda").router.p2p is False  # a machine without P2P stays so
+    assert load("mi300x").shared == ()  # not a PCIe server
+
+
+def test_load_files_and_errors(tmp_path):
+    f = tmp_path / "m01.json"
+    f.write_text(json.dumps(CALIBRATED["rtx4090-8x-epyc7542"]))
+    a, b = load(f), load("rtx4090-8x-epyc7542")
+    assert [x.bandwidth for x in a.links] == [x.bandwidth for x in b.links] and a.software == b.software
+    smi = load(trace_path("m01_8x4090_2xEPYC7542_topo.txt"))
+    assert smi.gpus()[:2] == ("gpu0", "gpu1") and len(smi.shared) == 9 and smi.software is None
+    values = {"topology": {"nvidia_smi_topo": trace_path("m01_8x4090_2xEPYC7542_topo.txt").read_text()}}
+    (tmp_path / "no-classes.json").write_text(json.dumps(values | {"link_classes": {}}))
+    with pytest.raises(ScenarioError, match="link_classes: no entry for class"):
+        load(tmp_path / "no-classes.json")
+    (tmp_path / "bad.json").write_text("{ not json")
+    with pytest.raises(ScenarioError, match=r"bad\.json: not valid JSON"):
+        load(tmp_path / "bad.json")
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    with pytest.raises(ScenarioError, match="neither a calibration JSON nor an `nvidia-smi topo -m` file"):
+        load(tmp_path / "notes.txt")
+    with pytest.raises(ScenarioError, match="'nope' is neither a preset"):
+        load("nope")
+
+
+def test_p2p_off_transport_is_pluggable():
+    @dataclasses.dataclass(frozen=True)
+    class ViaHome:  # e.g. a transport that stages through the destination's memory instead
+        def route(self, topo, router, src, dst):
+            return topo.route(src, router.home[dst]) + topo.route(router.home[dst], dst)
+
+    plan = server_plan(parse(trace_path("m01_8x4090_2xEPYC7542_topo.txt").read_text()), sockets=2)
+    default = build_server(plan, p2p=False)
+    custom = build_server(plan, p2p=False, transport=ViaHome())
+    home = lambda t, g: t.router.home[g]
+    assert default.route("gpu0", "gpu4") == default.route("gpu0", home(default, "gpu0")) + default.route(
+        home(default, "gpu0"), "gpu4")
+    assert custom.route("gpu0", "gpu4") == custom.route("gpu0", home(custom, "gpu4")) + custom.route(
+        home(custom, "gpu4"), "gpu4")
+    assert load("rtx4090-8x-epyc7542", p2p=False, transport=ViaHome()).router.transport == ViaHome()
