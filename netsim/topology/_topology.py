@@ -72,7 +72,8 @@ def regime_weights(step_bytes, log_threshold, log_width, xp=np):
     and jax.numpy (`xp=jnp`).
     """
     x = xp.log(xp.maximum(xp.asarray(step_bytes, dtype=np.float64), 1.0))[..., None]  # S x 1
-    z = (x - log_threshold) / xp.exp(log_width)
+    threshold = xp.reshape(log_threshold, (1,) * (x.ndim - 1) + (-1,))  # 1 x (P-1): ranks match, no promotion
+    z = (x - threshold) / xp.exp(log_width)
     above = 0.5 * (1.0 + xp.tanh(0.5 * z))  # S x (P-1): the logistic, with finite gradients at any z
     ones = xp.ones_like(x)
     past = xp.concatenate([ones, xp.cumprod(above, axis=-1)], axis=-1)

@@ -97,9 +97,9 @@ def test_collectives_take_the_fabric_costs_unless_given_an_overhead():
     assert netsim.simulate(costed).makespan == pytest.approx(2e-6 + 2 * (5e-6 + 4e6 / 0.8 / 20e9), rel=1e-12)
     given = allreduce(["g0", "g1"], 8e6, step_overhead="1 us").scenario(topo)
     assert all(f.overhead == 1e-6 and f.bytes == 4e6 for f in given.flows)
-    from netsim.workloads import sweep
+    from netsim.studies import collective_sweep
 
-    table = sweep(allreduce(["g0", "g1"], 1.0), topo, [8e6, 8e3])
+    table = collective_sweep(allreduce(["g0", "g1"], 1.0), topo, [8e6, 8e3])
     assert table.time[0] == pytest.approx(netsim.simulate(costed).makespan, rel=1e-12)
     small = netsim.simulate(allreduce(["g0", "g1"], 8e3).scenario(topo)).makespan
     assert table.time[1] == pytest.approx(small, rel=1e-12)
