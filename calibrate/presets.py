@@ -12,7 +12,7 @@ import json
 import os
 
 from netsim import ScenarioError
-from netsim._scenario import write_atomic
+from netsim._checks import to_json, write_atomic
 from netsim.topology import Topology, pcie_server_from_topo
 from netsim.topology import preset as topology_preset
 
@@ -90,5 +90,6 @@ def build_topology(entry: str | dict, *, p2p: bool = True) -> Topology:
 
 
 def save(path: str | os.PathLike, values: dict) -> None:
-    """Writes a preset (Calibration.values() plus a 'topology' entry) as JSON, atomically."""
-    write_atomic(path, json.dumps(values, indent=1))
+    """Writes a preset (Calibration.values() plus a 'topology' entry) as JSON, atomically (non-finite
+    values as null)."""
+    write_atomic(path, to_json(values, indent=1))

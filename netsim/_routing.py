@@ -5,7 +5,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
-from ._scenario import Link, ScenarioError
+from ._errors import ScenarioError
+from ._scenario import Link
 
 
 class LinkGraph:
@@ -60,10 +61,12 @@ class LinkGraph:
         return tuple(reversed(path))
 
     def check_route(self, route: Sequence[str], src: str, dst: str, where: str) -> None:
-        """Raises ScenarioError unless `route` is a connected walk of known links from src to dst."""
+        """Raises ScenarioError unless `route` is a path of known links from src to dst that visits no node
+        twice (a loop only adds latency and load: no real route has one)."""
         if not route:
             raise ScenarioError(f"{where}: empty route from {src!r} to {dst!r}")
         at = src
+        seen = {src: -1}
         for i, lid in enumerate(route):
             link = self.links.get(lid)
             if link is None:
@@ -73,5 +76,10 @@ class LinkGraph:
                     f"{where}[{i}]: link {lid!r} starts at {link.src!r}, but the route is at {at!r}"
                     " (a route must be a connected path from src to dst)")
             at = link.dst
+            if at in seen:
+                first = "the src" if seen[at] < 0 else f"[{seen[at]}]"
+                raise ScenarioError(f"{where}[{i}]: link {lid!r} returns to node {at!r}, already reached at "
+                                    f"{first}; a route visits each node once")
+            seen[at] = i
         if at != dst:
             raise ScenarioError(f"{where}: route ends at {at!r}, not at dst {dst!r}")
