@@ -120,11 +120,17 @@ def test_routes():
     check("not at dst 'c'", flows=[Flow("f", "a", "c", 1.0, route=("ab",))])
     check("starts at 'a', but the route is at 'b'", flows=[Flow("f", "a", "c", 1.0, route=("ab", "ab"))])
     check("'a' is unreachable from 'c'", flows=[Flow("f", "c", "a", 1.0)])
-    # a route that comes back to a node it crossed: a loop adds latency and load that no real route has
-    check(r"flows\[0\] \(id 'f'\)\.route\[2\]: link 'cb' returns to node 'b', already reached at \[0\]",
-          links=[*LINKS, Link("cb", "c", "b", 1e9)], flows=[Flow("f", "a", "c", 1.0, route=("ab", "bc", "cb", "bc"))])
-    check(r"route\[1\]: link 'ba' returns to node 'a', already reached at the src",
-          flows=[Flow("f", "a", "b", 1.0, route=("ab", "ba", "ab"))])
+    # loops: a link crossed twice, a return to the src, dst reached early (each adds latency and load)
+    links = [*LINKS, Link("cb", "c", "b", 1e9), Link("cd", "c", "d", 1e9)]
+    check(r"flows\[0\] \(id 'f'\)\.route\[3\]: link 'bc' is crossed twice \(also at \[1\]\)",
+          links=links, flows=[Flow("f", "a", "d", 1.0, route=("ab", "bc", "cb", "bc", "cd"))])
+    check(r"route\[1\]: link 'ba' returns to the src 'a'", flows=[Flow("f", "a", "c", 1.0, route=("ab", "ba", "ab", "bc"))])
+    check(r"route\[0\]: the route reaches dst 'b' before its end",
+          links=links, flows=[Flow("f", "a", "b", 1.0, route=("ab", "bc", "cb"))])
+    # other nodes may repeat: staging through host memory goes cpu -> mem -> cpu
+    staged = [Link("gc", "gpu0", "cpu", 1e9), Link("cm", "cpu", "mem", 1e9), Link("mc", "mem", "cpu", 1e9),
+              Link("cg", "cpu", "gpu1", 1e9)]
+    netsim.compile_scenario(Scenario(staged, [Flow("f", "gpu0", "gpu1", 1.0, route=("gc", "cm", "mc", "cg"))]))
 
 
 def test_cycle_is_named():
