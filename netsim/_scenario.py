@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._checks import MAX_BANDWIDTH_RATIO, identifier, identifiers, quantity, show, text, to_json, write_atomic
+from ._checks import identifier, identifiers, quantity, show, text, to_json, write_atomic
 from ._checks import number as check_number  # noqa: F401  (older import place, kept for workloads.jobs)
 from ._errors import ScenarioError
 
@@ -75,7 +75,7 @@ class Task:
 class Scenario:
     """Links, flows and tasks; `per_hop_latency` (s) is added to every flow for each link it crosses.
 
-    Values are checked when the scenario is built (types, ranges, units, the bandwidth ratio); ids, routes
+    Values are checked when the scenario is built (types, ranges, units); ids, routes
     and dependencies when it is compiled (`netsim.compile_scenario`). Both raise `ScenarioError`.
     """
 
@@ -100,14 +100,6 @@ class Scenario:
         object.__setattr__(self, "per_hop_latency", quantity(self.per_hop_latency, "time", "per_hop_latency"))
         text(self.name, "name")
         text(self.description, "description")
-        if self.links:
-            fast = max(self.links, key=lambda x: x.bandwidth)
-            slow = min(self.links, key=lambda x: x.bandwidth)
-            if fast.bandwidth > slow.bandwidth * MAX_BANDWIDTH_RATIO:
-                raise ScenarioError(
-                    f"links: bandwidth of {fast.id!r} ({fast.bandwidth:.4g} B/s) is {fast.bandwidth / slow.bandwidth:.3g}"
-                    f" x that of {slow.id!r} ({slow.bandwidth:.4g} B/s); netsim allows at most"
-                    f" {MAX_BANDWIDTH_RATIO:g} x (float64 rates keep ~1e-4 relative precision within it)")
 
     # --- JSON -----------------------------------------------------------------------------------
     @classmethod

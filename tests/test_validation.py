@@ -37,7 +37,7 @@ def test_bad_numbers():
         Link("ab", "a", "b", 1.0, -1.0)
     with pytest.raises(ScenarioError, match=r"Flow \(id 'f'\)\.bytes: must be >= 0"):
         Flow("f", "a", "b", -5.0)
-    with pytest.raises(ScenarioError, match=r"Flow \(id 'f'\)\.bytes: must be a finite bytes, got nan"):
+    with pytest.raises(ScenarioError, match=r"Flow \(id 'f'\)\.bytes: must be a finite number, got nan"):
         Flow("f", "a", "b", math.nan)
     with pytest.raises(ScenarioError, match=r"Task \(id 't'\)\.duration"):
         Task("t", "gpu", -1.0)
@@ -73,10 +73,9 @@ def test_units_are_converted_when_objects_are_built():
         (lambda: Flow("f", "a", "b", 1.0, start=1e300), r"start: must be < 1e\+15 s"),
         (lambda: Link("l", "a", "b", 1e9, latency=1e300), r"latency: must be < 1e\+15 s"),
         (lambda: Link("l", "a", "b", 10**400), "beyond float64's range"),
-        (lambda: Link("l", "a", "b", 1e300), r"bandwidth: must lie in \[1e-06, 1e\+18\] B/s, got 1e\+300"),
-        (lambda: Link("l", "a", "b", "1e999 GB/s"), "bandwidth: must be a finite bandwidth"),
-        (lambda: Scenario([Link("slow", "a", "b", 1e3), Link("fast", "b", "a", 1e16)]),
-         r"links: bandwidth of 'fast' \(1e\+16 B/s\) is 1e\+13 x that of 'slow'.* at most 1e\+12 x"),
+        (lambda: Link("l", "a", "b", 1e300), r"bandwidth: must lie in \[1e-06, 1e\+30\] B/s, got 1e\+300"),
+        (lambda: Link("l", "a", "b", 1e-9), r"bandwidth: must lie in \[1e-06, 1e\+30\] B/s, got 1e-09"),
+        (lambda: Link("l", "a", "b", "1e999 GB/s"), "bandwidth: must be a finite number, got '1e999 GB/s'"),
     ],
 )
 def test_documented_limits(make, message):
