@@ -5,7 +5,7 @@ Every check raises `ScenarioError` naming the field and the value (shown short: 
 stores (an int, an SI float, a tuple of ids).
 
 Limits (see docs/scenario-format.md, "Limits"): simulated time is float64, and these bounds keep every
-sum and quotient the engine forms finite, and rate arithmetic within ~1e-4 relative error.
+sum, product and quotient the engine forms finite.
 """
 
 from __future__ import annotations
