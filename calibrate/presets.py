@@ -8,10 +8,9 @@ The calibrated presets live with the topologies (`netsim.topology.CALIBRATED`), 
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 
+from netsim._checks import to_json, write_atomic
 from netsim.topology import CALIBRATED, Topology
 from netsim.topology import load as load_topology
 
@@ -35,18 +34,5 @@ def load(name: str | os.PathLike, *, p2p: bool | None = None) -> tuple[Topology,
 
 def save(path: str | os.PathLike, values: dict) -> None:
     """Writes a calibration file (Calibration.values() plus a 'topology' entry), or any JSON-able dict,
-    atomically: a temporary file beside `path`, then a rename (readers never see half a file)."""
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-",
-                               suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(values, f, indent=1)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomically (readers never see half a file); non-finite numbers become null."""
+    write_atomic(path, to_json(values, indent=1))

@@ -5,6 +5,7 @@
     print(result.summary())
 """
 
+import importlib as _importlib
 import os as _os
 
 # In a source checkout, kernels/ and calibrate/ sit beside this folder (they install inside it, see
@@ -12,32 +13,36 @@ import os as _os
 if not _os.path.isdir(_os.path.join(__path__[0], "kernels")):
     __path__.append(_os.path.dirname(_os.path.abspath(__path__[0])))
 
-from . import kernels as kernels
-from . import studies as studies
-from . import topology as topology
-from . import workloads as workloads
-from ._batch import Batch as Batch
-from ._batch import BatchRun as BatchRun
-from ._batch import batch_axes as batch_axes
-from ._batch import compile_batch as compile_batch
-from ._batch import run_batch as run_batch
-from ._batch import stack as stack
-from ._cache import enable_compilation_cache as enable_compilation_cache
-from ._compile import Compiled as Compiled
-from ._compile import Shape as Shape
-from ._compile import compile_scenario as compile_scenario
-from ._errors import NetsimError as NetsimError
-from ._errors import ScenarioError as ScenarioError
-from ._errors import SimulationError as SimulationError
-from ._errors import check_status as check_status
-from ._result import Result as Result
-from ._result import Timing as Timing
-from ._scenario import Flow as Flow
-from ._scenario import Link as Link
-from ._scenario import Scenario as Scenario
-from ._scenario import SharedResource as SharedResource
-from ._scenario import Task as Task
-from ._simulate import simulate as simulate
-from .kernels import Status as Status
-
 __version__ = "0.1.0"
+
+# Public names, loaded on first use (PEP 562): `import netsim` and `netsim --help` do not import JAX.
+_NAMES = {
+    "._batch": ("Batch", "BatchRun", "batch_axes", "compile_batch", "run_batch", "stack"),
+    "._cache": ("enable_compilation_cache",),
+    "._compile": ("Compiled", "Shape", "compile_scenario"),
+    "._errors": ("NetsimError", "ScenarioError", "SimulationError", "check_status"),
+    "._result": ("Result", "Timing"),
+    "._scenario": ("Flow", "Link", "Scenario", "SharedResource", "Task"),
+    "._simulate": ("simulate",),
+    ".kernels": ("Status",),
+}
+_MODULES = ("kernels", "studies", "topology", "workloads")
+_WHERE = {name: module for module, names in _NAMES.items() for name in names}
+
+
+def __getattr__(name: str):
+    if name in _MODULES:
+        value = _importlib.import_module(f".{name}", __name__)
+    elif name in _WHERE:
+        value = getattr(_importlib.import_module(_WHERE[name], __name__), name)
+    else:
+        raise AttributeError(f"module 'netsim' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE, *_MODULES})
+
+
+__all__ = [*_MODULES, *sorted(_WHERE)]  # `from netsim import *` gets the public names too

@@ -6,8 +6,10 @@ import dataclasses
 
 import numpy as np
 
+from ._checks import number as check_number
+from ._errors import ScenarioError
 from ._routing import LinkGraph
-from ._scenario import Scenario, ScenarioError, check_number
+from ._scenario import Scenario
 from .kernels import Network, Program
 
 

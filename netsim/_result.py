@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import textwrap
 from typing import Any
 
 import numpy as np
 
+from ._checks import atomic_path, to_json, write_atomic
 from ._compile import Compiled
-from ._scenario import write_atomic
 from ._units import format_quantity
 from .kernels import Status
 
@@ -167,39 +166,36 @@ class Result:
                 "flows": flows, "tasks": tasks, "links": links, **({"shared": shared} if shared else {})}
 
     def save(self, path: str | os.PathLike) -> None:
-        """Writes JSON, or HDF5 when the name ends in .h5/.hdf5; atomically either way."""
+        """Writes JSON, or HDF5 when the name ends in .h5/.hdf5; atomically either way.
+
+        JSON stays standard: a non-finite number (the finish of an item that never ran) is written as null.
+        """
         path = os.fspath(path)
         if path.endswith((".h5", ".hdf5")):
             self._save_hdf5(path)
         else:
-            write_atomic(path, json.dumps(self.to_dict(), indent=1))
+            write_atomic(path, to_json(self.to_dict(), indent=1))
 
     def _save_hdf5(self, path: str) -> None:
         import h5py
 
-        tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".tmp-{os.path.basename(path)}")
-        try:
-            with h5py.File(tmp, "w") as f:
-                f.attrs.update(scenario=self.compiled.scenario.name, makespan=self.makespan,
-                               events=self.events, rounds=self.rounds, max_rounds=self.max_rounds,
-                               wall_time=self.wall_time)
-                for group, ids, cols in (
-                        ("flows", self.flow_ids, {"start": self.flow_start, "first_byte": self.flow_first_byte,
-                                                  "finish": self.flow_finish}),
-                        ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
-                        ("links", self.link_ids, {"bytes": self.link_bytes, "busy": self.link_busy,
-                                                  "utilization": self.link_utilization}),
-                        ("shared", self.shared_ids, {"bytes": self.shared_bytes, "busy": self.shared_busy,
-                                                     "utilization": self.shared_utilization})):
-                    g = f.create_group(group)
-                    g["id"] = np.array(ids, dtype=h5py.string_dtype())
-                    for name, col in cols.items():
-                        g[name] = col
-                f["flows"]["held"] = self.held
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            f.attrs.update(scenario=self.compiled.scenario.name, makespan=self.makespan,
+                           events=self.events, rounds=self.rounds, max_rounds=self.max_rounds,
+                           wall_time=self.wall_time)
+            for group, ids, cols in (
+                    ("flows", self.flow_ids, {"start": self.flow_start, "first_byte": self.flow_first_byte,
+                                              "finish": self.flow_finish}),
+                    ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
+                    ("links", self.link_ids, {"bytes": self.link_bytes, "busy": self.link_busy,
+                                              "utilization": self.link_utilization}),
+                    ("shared", self.shared_ids, {"bytes": self.shared_bytes, "busy": self.shared_busy,
+                                                 "utilization": self.shared_utilization})):
+                g = f.create_group(group)
+                g["id"] = np.array(ids, dtype=h5py.string_dtype())
+                for name, col in cols.items():
+                    g[name] = col
+            f["flows"]["held"] = self.held
 
     def summary(self, top: int = 5) -> str:
         """A readable table: totals, the slowest flows with their bottleneck, the busiest links."""

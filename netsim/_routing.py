@@ -5,7 +5,8 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
-from ._scenario import Link, ScenarioError
+from ._errors import ScenarioError
+from ._scenario import Link
 
 
 class LinkGraph:
@@ -60,10 +61,13 @@ class LinkGraph:
         return tuple(reversed(path))
 
     def check_route(self, route: Sequence[str], src: str, dst: str, where: str) -> None:
-        """Raises ScenarioError unless `route` is a connected walk of known links from src to dst."""
+        """Raises ScenarioError unless `route` is a connected walk of known links from src to dst that crosses
+        no link twice and touches src and dst only at its ends. Other nodes may repeat: a host-staged copy
+        goes cpu -> memory -> cpu."""
         if not route:
             raise ScenarioError(f"{where}: empty route from {src!r} to {dst!r}")
         at = src
+        used: dict[str, int] = {}
         for i, lid in enumerate(route):
             link = self.links.get(lid)
             if link is None:
@@ -72,6 +76,15 @@ class LinkGraph:
                 raise ScenarioError(
                     f"{where}[{i}]: link {lid!r} starts at {link.src!r}, but the route is at {at!r}"
                     " (a route must be a connected path from src to dst)")
+            if lid in used:
+                raise ScenarioError(f"{where}[{i}]: link {lid!r} is crossed twice (also at [{used[lid]}]); "
+                                    "a route has no loops")
+            used[lid] = i
             at = link.dst
+            if at == src:
+                raise ScenarioError(f"{where}[{i}]: link {lid!r} returns to the src {src!r}; a route has no loops")
+            if at == dst and i < len(route) - 1:
+                raise ScenarioError(f"{where}[{i}]: the route reaches dst {dst!r} before its end; "
+                                    "a route has no loops")
         if at != dst:
             raise ScenarioError(f"{where}: route ends at {at!r}, not at dst {dst!r}")

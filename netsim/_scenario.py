@@ -8,21 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ._checks import identifier, identifiers, quantity, show, text, to_json, write_atomic
+from ._checks import number as check_number  # noqa: F401  (older import place, kept for workloads.jobs)
 from ._errors import ScenarioError
-from ._units import parse_quantity
 
 __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Link:
-    """A directed link `src -> dst`: bandwidth in bytes/s, latency in s."""
+    """A directed link `src -> dst`: bandwidth in bytes/s, latency in s (numbers or strings with units,
+    "25 GB/s", "1 us", converted to SI floats when the link is built)."""
 
     id: str
     src: str
@@ -30,10 +30,13 @@ class Link:
     bandwidth: float
     latency: float = 0.0
 
+    def __post_init__(self):
+        _check_fields(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class Flow:
-    """`bytes` from `src` to `dst`.
+    """`bytes` from `src` to `dst` (a number or a string with a unit, "4 MiB").
 
     route: link ids from src to dst; None takes the shortest path by latency (then by hop count).
     start: release time (s): the flow starts at the latest of `start` and the finish of all `after` ids.
@@ -50,6 +53,9 @@ class Flow:
     after: tuple[str, ...] = ()
     overhead: float = 0.0
 
+    def __post_init__(self):
+        _check_fields(self)
+
 
 @dataclasses.dataclass(frozen=True)
 class Task:
@@ -60,6 +66,9 @@ class Task:
     duration: float
     start: float = 0.0
     after: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        _check_fields(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,8 +87,7 @@ class SharedResource:
     via: tuple[str, ...] = ()
 
     def __post_init__(self):
-        object.__setattr__(self, "links", tuple(self.links))
-        object.__setattr__(self, "via", tuple(self.via))
+        _check_fields(self)
 
     def applies(self, route: Sequence[str]) -> bool:
         """Whether a flow with this route (link ids) crosses the resource."""
@@ -89,7 +97,11 @@ class SharedResource:
 @dataclasses.dataclass(frozen=True)
 class Scenario:
     """Links, flows and tasks; `per_hop_latency` (s) is added to every flow for each link it crosses;
-    `shared` capacities constrain the flows that cross their links (see SharedResource)."""
+    `shared` capacities constrain the flows that cross their links (see SharedResource).
+
+    Values are checked when the scenario is built (types, ranges, units); ids, routes
+    and dependencies when it is compiled (`netsim.compile_scenario`). Both raise `ScenarioError`.
+    """
 
     links: tuple[Link, ...]
     flows: tuple[Flow, ...] = ()
@@ -101,27 +113,38 @@ class Scenario:
 
     def __post_init__(self):
         # accept lists; store tuples so a scenario is hashable and immutable
-        object.__setattr__(self, "links", tuple(self.links))
-        object.__setattr__(self, "flows", tuple(self.flows))
-        object.__setattr__(self, "tasks", tuple(self.tasks))
-        object.__setattr__(self, "shared", tuple(self.shared))
+        for key, cls in (("links", Link), ("flows", Flow), ("tasks", Task), ("shared", SharedResource)):
+            items = getattr(self, key)
+            if isinstance(items, str | bytes | Mapping) or not isinstance(items, Iterable):
+                raise ScenarioError(f"{key}: expected a list of netsim.{cls.__name__}, got {show(items)}")
+            items = tuple(items)
+            for i, item in enumerate(items):
+                if not isinstance(item, cls):
+                    raise ScenarioError(f"{key}[{i}]: expected a netsim.{cls.__name__}, got {show(item)}")
+            object.__setattr__(self, key, items)
+        object.__setattr__(self, "per_hop_latency", quantity(self.per_hop_latency, "time", "per_hop_latency"))
+        text(self.name, "name")
+        text(self.description, "description")
 
     # --- JSON -----------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
-        """Reads the JSON structure; numbers may carry units ("25 GB/s", "2 us", "4 MiB")."""
+        """Reads the JSON structure; numbers may carry units ("25 GB/s", "2 us", "4 MiB").
+
+        Raises:
+            ScenarioError: naming the field (`links[3] (id 'l3').bandwidth`) and its value.
+        """
         if not isinstance(data, Mapping):
             raise ScenarioError(f"scenario: expected a JSON object, got {type(data).__name__}")
         unknown = set(data) - {"links", "shared", "flows", "tasks", "per_hop_latency", "name", "description"}
         if unknown:
-            raise ScenarioError(f"scenario: unknown top-level field(s) {sorted(unknown)}")
+            raise ScenarioError(f"scenario: unknown top-level field(s) {sorted(map(str, unknown))}")
         links = [_read(Link, row, f"links[{i}]") for i, row in enumerate(_rows(data, "links"))]
         shared = [_read(SharedResource, row, f"shared[{i}]") for i, row in enumerate(_rows(data, "shared"))]
         flows = [_read(Flow, row, f"flows[{i}]") for i, row in enumerate(_rows(data, "flows"))]
         tasks = [_read(Task, row, f"tasks[{i}]") for i, row in enumerate(_rows(data, "tasks"))]
-        hop = parse_quantity(data.get("per_hop_latency", 0.0), "time", "per_hop_latency")
-        return cls(links, flows, tasks, per_hop_latency=hop, name=str(data.get("name", "")),
-                   description=str(data.get("description", "")), shared=shared)
+        return cls(links, flows, tasks, per_hop_latency=data.get("per_hop_latency", 0.0),
+                   name=data.get("name", ""), description=data.get("description", ""), shared=shared)
 
     def to_dict(self) -> dict[str, Any]:
         def row(obj):
@@ -142,18 +165,30 @@ class Scenario:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Scenario:
+        """Reads a scenario JSON file: UTF-8 (UTF-16 and UTF-32 are recognised too).
+
+        Raises:
+            ScenarioError: the file is not JSON text, or names a bad field.
+            OSError: the file cannot be read.
+        """
+        with open(path, "rb") as f:
+            raw = f.read()
         try:
-            with open(path) as f:
-                data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ScenarioError(f"{path}: not valid JSON: {e}") from None
+            data = json.loads(raw)  # bytes: json detects UTF-8 (BOM or not), UTF-16 and UTF-32
+        except UnicodeDecodeError as e:
+            raise ScenarioError(f"{os.fspath(path)}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+        except RecursionError:
+            raise ScenarioError(f"{os.fspath(path)}: not a scenario: JSON nested too deeply") from None
+        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
+            raise ScenarioError(f"{os.fspath(path)}: not valid JSON: {e}") from None
         scenario = cls.from_dict(data)
         if not scenario.name:
             scenario = dataclasses.replace(scenario, name=os.path.splitext(os.path.basename(path))[0])
         return scenario
 
     def save(self, path: str | os.PathLike) -> None:
-        write_atomic(path, json.dumps(self.to_dict(), indent=1))
+        """Writes the scenario as JSON, atomically."""
+        write_atomic(path, to_json(self.to_dict(), indent=1))
 
     # --- conveniences ---------------------------------------------------------------------------
     def with_flows(self, flows: Iterable[Flow] = (), tasks: Iterable[Task] = ()) -> Scenario:
@@ -169,70 +204,57 @@ class Scenario:
         return tuple(seen)
 
 
-_KIND = {"bandwidth": "bandwidth", "capacity": "bandwidth", "latency": "time", "bytes": "bytes", "start": "time",
-         "duration": "time", "overhead": "time"}
+#: per class, how each field is checked: an id, ids (a list), a route (ids or None), or a quantity kind
+_FIELDS: dict[type, dict[str, str]] = {
+    Link: {"id": "id", "src": "id", "dst": "id", "bandwidth": "bandwidth", "latency": "time"},
+    Flow: {"id": "id", "src": "id", "dst": "id", "bytes": "bytes", "route": "route", "start": "time",
+           "after": "ids", "overhead": "time"},
+    Task: {"id": "id", "device": "id", "duration": "time", "start": "time", "after": "ids"},
+    SharedResource: {"id": "id", "capacity": "bandwidth", "links": "ids", "via": "ids"},
+}
+
+
+def _checked(cls: type, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The fields of `values` (a row or an object's fields) checked and converted, named from `where`."""
+    out = {"id": identifier(values["id"], f"{where}.id")}
+    where = f"{where} (id {out['id']!r})"
+    for name, kind in _FIELDS[cls].items():
+        if name == "id" or name not in values:
+            continue
+        value, field = values[name], f"{where}.{name}"
+        if kind == "id":
+            out[name] = identifier(value, field)
+        elif kind == "ids" or (kind == "route" and value is not None):
+            out[name] = identifiers(value, field)
+        elif kind == "route":
+            out[name] = None
+        else:
+            out[name] = quantity(value, kind, field, positive=kind == "bandwidth")
+    if cls is Flow and out["src"] == out["dst"]:
+        raise ScenarioError(f"{where}.dst: same node as src ({out['dst']!r}); a flow crosses at least one link")
+    return out
+
+
+def _check_fields(obj: Link | Flow | Task | SharedResource) -> None:
+    """__post_init__ of Link, Flow, Task and SharedResource: checks every field, stores SI floats and tuples."""
+    obj.__dict__.update(_checked(type(obj), obj.__dict__, type(obj).__name__))  # frozen: no setattr
 
 
 def _rows(data: Mapping[str, Any], key: str) -> Sequence[Any]:
     rows = data.get(key, [])
     if not isinstance(rows, list):
-        raise ScenarioError(f"{key}: expected a list, got {type(rows).__name__}")
+        raise ScenarioError(f"{key}: expected a list, got {show(rows)}")
     return rows
 
 
 def _read(cls, row: Any, where: str):
     if not isinstance(row, Mapping):
-        raise ScenarioError(f"{where}: expected an object, got {row!r}")
+        raise ScenarioError(f"{where}: expected an object, got {show(row)}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(row) - set(fields)
     if unknown:
-        raise ScenarioError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(fields)}")
-    missing = [n for n, f in fields.items()
-               if f.default is dataclasses.MISSING and n not in row]
+        raise ScenarioError(f"{where}: unknown field(s) {sorted(map(str, unknown))}; known: {sorted(fields)}")
+    missing = [n for n, f in fields.items() if f.default is dataclasses.MISSING and n not in row]
     if missing:
         raise ScenarioError(f"{where}: missing field(s) {missing}")
-    kwargs = {}
-    for name, value in row.items():
-        field = f"{where}.{name}"
-        try:
-            if name in _KIND:
-                value = parse_quantity(value, _KIND[name], field)
-            elif name in ("route", "after", "links", "via"):
-                if value is not None:
-                    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                        raise ScenarioError(f"{field}: expected a list of id strings, got {value!r}")
-                    value = tuple(value)
-            elif not isinstance(value, str):
-                raise ScenarioError(f"{field}: expected a string, got {value!r}")
-        except ValueError as e:
-            raise ScenarioError(str(e)) from None
-        kwargs[name] = value
-    return cls(**kwargs)
-
-
-def write_atomic(path: str | os.PathLike, text: str) -> None:
-    """Writes `text` to a temporary file beside `path`, then renames it: readers never see half a file."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a result file should read like any other
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def check_number(value: float, field: str, *, positive: bool = False) -> None:
-    """Raises ScenarioError unless value is finite and >= 0 (> 0 with positive=True)."""
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise ScenarioError(f"{field}: must be a finite number, got {value!r}")
-    if positive and value <= 0:
-        raise ScenarioError(f"{field}: must be > 0, got {value!r}")
-    if value < 0:
-        raise ScenarioError(f"{field}: must be >= 0, got {value!r}")
+    return cls(**_checked(cls, row, where))

@@ -6,7 +6,9 @@ Everything inside netsim is SI: seconds, bytes, bytes per second. Plain numbers 
 from __future__ import annotations
 
 import math
+import numbers
 import re
+import reprlib
 
 _PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
            "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
@@ -17,7 +19,7 @@ _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-
 def _split(text: str, field: str) -> tuple[float, str]:
     m = _NUMBER.match(text)
     if not m:
-        raise ValueError(f"{field}: cannot read {text!r} as a number with a unit")
+        raise ValueError(f"{field}: cannot read {reprlib.repr(text)} as a number with a unit")
     return float(m.group(1)), m.group(2)
 
 
@@ -34,14 +36,16 @@ def _bytes_unit(unit: str) -> float | None:
 def parse_quantity(value, kind: str, field: str) -> float:
     """Returns `value` in SI units; kind is "bytes", "time" or "bandwidth".
 
-    Raises ValueError naming `field` when the value or its unit is not understood.
+    Raises ValueError naming `field` when the value or its unit is not understood. The result may be
+    negative or non-finite ("1e999 s"): `netsim._checks.quantity` checks the range.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"{field}: expected a number, got {value!r}")
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_":
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float64's range (~1.8e308)
+            raise ValueError(f"{field}: {reprlib.repr(value)} is beyond float64's range (~1.8e308)") from None
     if not isinstance(value, str):
-        raise ValueError(f"{field}: expected a number or a string with a unit, got {value!r}")
+        raise ValueError(f"{field}: expected a number or a string with a unit, got {reprlib.repr(value)}")
     number, unit = _split(value, field)
     if unit == "":
         return number
@@ -54,7 +58,7 @@ def parse_quantity(value, kind: str, field: str) -> float:
             if unit.endswith(suffix) and (factor := _bytes_unit(unit[: -len(suffix)])) is not None:
                 return number * factor
     examples = {"time": "'2 us', '1.5ms'", "bytes": "'4 MiB', '1GB'", "bandwidth": "'25 GB/s', '100Gbps'"}
-    raise ValueError(f"{field}: unknown {kind} unit {unit!r} in {value!r} (examples: {examples[kind]})")
+    raise ValueError(f"{field}: unknown {kind} unit {unit!r} in {reprlib.repr(value)} (examples: {examples[kind]})")
 
 
 def format_quantity(value: float, kind: str) -> str:

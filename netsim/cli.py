@@ -1,13 +1,13 @@
 """netsim command line: simulate scenarios, sweep what-ifs, calibrate against measured traces."""
 
+# JAX is imported by the commands, not here: `netsim --help`, `--version` and argument errors stay instant.
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
 import sys
-
-import jax
+import traceback
 
 # XLA's CPU backend runs large loops on a pool of threads, one per core by default, sized by PJRT_NPROC when
 # it starts. One simulation is a long chain of small ops for which the hand-offs cost more than they save
@@ -46,23 +46,44 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def check_output_path(path: str | None, option: str, suffixes: tuple[str, ...]) -> None:
-    """Refuses, before any work, an output whose type is unknown or whose folder does not exist."""
-    if path is None:
-        return
-    if not path.endswith(suffixes):
-        kind = os.path.splitext(path)[1] or "(none)"
-        raise OSError(f"{option}: unknown output type {kind!r} in {path!r}; use one of {', '.join(suffixes)}")
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OSError(f"{option}: folder {folder!r} does not exist")
+def check_outputs(inputs: dict[str, str], outputs: dict[str, tuple[str | None, tuple[str, ...]]]) -> None:
+    """Refuses, before any work, an output of unknown type, one that would replace an input or another
+    output, and one that cannot be written (missing or read-only folder).
+
+    inputs: option -> path read; outputs: option -> (path or None, accepted suffixes). Raises OSError.
+    """
+    from ._checks import check_writable
+
+    taken = dict(inputs)
+    for option, (path, suffixes) in outputs.items():
+        if path is None:
+            continue
+        if not path.endswith(suffixes):
+            kind = os.path.splitext(path)[1] or "(none)"
+            raise OSError(f"{option}: unknown output type {kind!r} in {path!r}; use one of {', '.join(suffixes)}")
+        for other, used in taken.items():
+            if _same_file(path, used):
+                raise OSError(f"{option}: {path!r} is also {other}; refusing to overwrite it")
+        check_writable(path, option)
+        taken[option] = path
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links
+    except OSError:
+        return False
 
 
 def _run(args: argparse.Namespace) -> int:
+    check_outputs({"the scenario": args.scenario},
+                  {"--out": (args.out, (".json", ".h5", ".hdf5")), "--trace": (args.trace, (".json",))})
+    import jax
+
     import netsim
 
-    check_output_path(args.out, "--out", (".json", ".h5", ".hdf5"))
-    check_output_path(args.trace, "--trace", (".json",))
     scenario = netsim.Scenario.load(args.scenario)
     backend = jax.default_backend()
     if backend == "cpu":
@@ -109,15 +130,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import netsim
-
-    args = build_parser().parse_args(argv)
+    """Runs a command; returns the exit code: 0 done, 2 bad input or I/O (a one-line message on stderr),
+    1 a bug in netsim (the message, then the traceback to report)."""
+    args = build_parser().parse_args(argv)  # --help, --version, bad arguments: exit here, without JAX
     set_cpu_threads(cpu_threads(args.cpu_threads, args.command))  # before anything starts JAX's backend
+    from ._errors import NetsimError
+
     try:
         return args.handler(args)
-    except (netsim.ScenarioError, netsim.SimulationError, OSError) as e:
+    except NetsimError as e:  # bad input, or a simulation that cannot finish: the message names the field
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # a file that cannot be read or written: the message names it
+        print(f"netsim: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # anything else is a bug in netsim
+        print(f"netsim: internal error (please report): {type(e).__name__}: {e}", file=sys.stderr)
+        traceback.print_exc()
+        return 1
 
 
 if __name__ == "__main__":

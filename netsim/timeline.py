@@ -13,12 +13,12 @@ duration splits into its path latency and the seconds each link held it back (`r
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from ._scenario import ScenarioError, write_atomic
+from ._checks import to_json, write_atomic
+from ._errors import ScenarioError
 
 __all__ = ["Step", "critical_path", "save_trace", "trace_events"]
 
@@ -69,8 +69,8 @@ def trace_events(result, *, flows: str = "pair") -> dict[str, Any]:
 
 
 def save_trace(result, path: str | os.PathLike, *, flows: str = "pair") -> None:
-    """Writes `trace_events(result, flows=flows)` as JSON, atomically."""
-    write_atomic(path, json.dumps(trace_events(result, flows=flows)))
+    """Writes `trace_events(result, flows=flows)` as JSON, atomically (non-finite numbers as null)."""
+    write_atomic(path, to_json(trace_events(result, flows=flows)))
 
 
 def _tracks(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from netsim import cli
 from netsim.cli import cpu_threads
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -39,6 +40,85 @@ def test_bad_file_is_a_clear_error(tmp_path):
     assert p.returncode == 2
     assert "links[0] (id 'l').bandwidth: must be > 0, got -1" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_outputs_never_replace_the_input_or_each_other(tmp_path):
+    scenario = tmp_path / "s.json"
+    scenario.write_text((EXAMPLES / "pcie_ring_allreduce.json").read_text())
+    before = scenario.read_text()
+    for args, message in [
+        (["--out", str(scenario)], "--out: {s!r} is also the scenario; refusing to overwrite it"),
+        (["--trace", str(tmp_path / "." / "s.json")], "--trace: {t!r} is also the scenario; refusing to overwrite it"),
+        (["--out", str(tmp_path / "r.json"), "--trace", str(tmp_path / "r.json")], "--trace: {r!r} is also --out; refusing to overwrite it"),
+    ]:
+        with pytest.raises(OSError) as e:
+            cli.check_outputs({"the scenario": str(scenario)},
+                              {"--out": (_opt(args, "--out"), (".json", ".h5")), "--trace": (_opt(args, "--trace"),
+                                                                                            (".json",))})
+        assert str(e.value) == message.format(s=str(scenario), t=str(tmp_path / "." / "s.json"),
+                                              r=str(tmp_path / "r.json"))
+    link = tmp_path / "hard.json"
+    os.link(scenario, link)  # another name for the same file
+    with pytest.raises(OSError, match="is also the scenario"):
+        cli.check_outputs({"the scenario": str(scenario)}, {"--out": (str(link), (".json",))})
+    p = netsim("run", str(scenario), "--out", str(scenario), cwd=tmp_path)
+    assert p.returncode == 2 and "refusing to overwrite it" in p.stderr and "simulating" not in p.stderr
+    assert scenario.read_text() == before
+
+
+def _opt(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args else None
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs a read-only folder even for root: sysfs")
+def test_unwritable_output_folder_is_found_before_simulating(tmp_path):
+    with pytest.raises(OSError, match="--out: cannot write in folder '/sys'"):
+        cli.check_outputs({}, {"--out": ("/sys/r.json", (".json",))})
+    if os.geteuid() != 0:  # root writes to read-only folders
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o555)
+        with pytest.raises(OSError, match=r"--trace: cannot write in folder .*locked.*Permission denied"):
+            cli.check_outputs({}, {"--trace": (str(locked / "t.json"), (".json",))})
+
+
+def test_exit_codes_input_io_and_bugs(tmp_path, monkeypatch, capsys):
+    def handler(error):
+        def run(args):
+            raise error
+
+        return run
+
+    example = str(EXAMPLES / "pcie_ring_allreduce.json")
+    for error, code, message in [
+        (netsim_module().ScenarioError("flows[0].bytes: must be >= 0, got -1"), 2,
+         "netsim: error: flows[0].bytes: must be >= 0, got -1\n"),
+        (FileNotFoundError(2, "No such file or directory", "x.json"), 2,
+         "netsim: error: [Errno 2] No such file or directory: 'x.json'\n"),
+    ]:
+        monkeypatch.setattr(cli, "_run", handler(error))
+        assert cli.main(["run", example]) == code
+        assert capsys.readouterr().err == message
+    monkeypatch.setattr(cli, "_run", handler(KeyError("oops")))
+    assert cli.main(["run", example]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("netsim: internal error (please report): KeyError: 'oops'\nTraceback (most recent call")
+
+
+def netsim_module():
+    import netsim
+
+    return netsim
+
+
+def test_help_version_and_argument_errors_do_not_import_jax(tmp_path):
+    code = ("import sys\nfrom netsim.cli import main\n"
+            "for argv in (['--version'], ['--help'], ['run', '--help'], ['run'], ['bogus'], ['run', 'x', '--top']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"
+    assert "usage: netsim" in p.stdout and "invalid choice: 'bogus'" in p.stderr
 
 
 def test_bad_output_paths_fail_before_simulating(tmp_path):

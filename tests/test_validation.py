@@ -22,19 +22,88 @@ def test_empty():
     check("empty", flows=())
 
 
-@pytest.mark.parametrize("bw", [0.0, -1.0, math.nan, math.inf])
-def test_bad_bandwidth(bw):
-    check(r"links\[1\] \(id 'bc'\)\.bandwidth", links=[LINKS[0], Link("bc", "b", "c", bw)],
-          flows=[Flow("f", "a", "b", 1.0)])
+@pytest.mark.parametrize("bw", [0.0, -1.0, math.nan, math.inf, "abc", None, True, 1e300])
+def test_bad_bandwidth_is_refused_when_the_link_is_built(bw):
+    with pytest.raises(ScenarioError, match=r"Link \(id 'bc'\)\.bandwidth: ") as e:
+        Link("bc", "b", "c", bw)
+    assert str(bw) in str(e.value)  # the message shows the value
+    with pytest.raises(ScenarioError, match=r"links\[1\] \(id 'bc'\)\.bandwidth: "):
+        Scenario.from_dict({"links": [{"id": "ab", "src": "a", "dst": "b", "bandwidth": 1.0},
+                                      {"id": "bc", "src": "b", "dst": "c", "bandwidth": bw}]})
 
 
 def test_bad_numbers():
-    check(r"links\[0\] \(id 'ab'\)\.latency: must be >= 0, got -1", links=[Link("ab", "a", "b", 1.0, -1.0)],
-          flows=[Flow("f", "a", "b", 1.0)])
-    check(r"flows\[0\] \(id 'f'\)\.bytes: must be >= 0", flows=[Flow("f", "a", "b", -5.0)])
-    check(r"flows\[0\] \(id 'f'\)\.bytes: must be a finite number, got nan", flows=[Flow("f", "a", "b", math.nan)])
-    check(r"tasks\[0\] \(id 't'\)\.duration", tasks=[Task("t", "gpu", -1.0)])
-    check("per_hop_latency", flows=[Flow("f", "a", "b", 1.0)], per_hop_latency=-1.0)
+    with pytest.raises(ScenarioError, match=r"Link \(id 'ab'\)\.latency: must be >= 0, got -1"):
+        Link("ab", "a", "b", 1.0, -1.0)
+    with pytest.raises(ScenarioError, match=r"Flow \(id 'f'\)\.bytes: must be >= 0"):
+        Flow("f", "a", "b", -5.0)
+    with pytest.raises(ScenarioError, match=r"Flow \(id 'f'\)\.bytes: must be a finite number, got nan"):
+        Flow("f", "a", "b", math.nan)
+    with pytest.raises(ScenarioError, match=r"Task \(id 't'\)\.duration"):
+        Task("t", "gpu", -1.0)
+    with pytest.raises(ScenarioError, match="per_hop_latency: must be >= 0"):
+        Scenario(LINKS, [Flow("f", "a", "b", 1.0)], per_hop_latency=-1.0)
+
+
+def test_units_are_converted_when_objects_are_built():
+    assert Link("l", "a", "b", bandwidth="25 GB/s", latency="1 us") == Link("l", "a", "b", 25e9, 1e-6)
+    assert Flow("f", "a", "b", bytes="4 MiB", start="2 us") == Flow("f", "a", "b", 4 * 2**20, start=2e-6)
+    assert Task("t", "gpu", duration="1 ms").duration == 1e-3
+    assert Scenario(LINKS, per_hop_latency="0.5 us").per_hop_latency == 0.5e-6
+    from netsim.workloads import Offload, StageCosts
+
+    costs = StageCosts(forward="1 ms", backward_input="2 ms", activation_bytes="1 MiB", gradient_bytes="1 GB")
+    assert (costs.forward, costs.backward_input, costs.activation_bytes, costs.gradient_bytes) == (
+        1e-3, 2e-3, 2**20, 1e9)
+    assert Offload(memory="m", cpu="c", step_time="5 ms").step_time == 5e-3
+    flow = Flow("f", "a", "b", 1, route=["ab"], after=["t"])  # lists are stored as tuples
+    assert flow.route == ("ab",) and flow.after == ("t",) and isinstance(flow.bytes, float)
+    with pytest.raises(ScenarioError, match=r"Flow \(id 'f'\)\.start: unknown time unit 'GB'"):
+        Flow("f", "a", "b", 1.0, start="2 GB")
+    with pytest.raises(ScenarioError, match=r"StageCosts\.forward: cannot read 'fast'"):
+        StageCosts(forward="fast", backward_input=1.0, activation_bytes=1.0)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Flow("f", "a", "b", 1e300), r"bytes: must be < 1e\+18 B"),
+        (lambda: Flow("f", "a", "b", 1.7e308), r"bytes: must be < 1e\+18 B"),
+        (lambda: Flow("f", "a", "b", 10**400), "beyond float64's range"),
+        (lambda: Flow("f", "a", "b", 1.0, start=1e300), r"start: must be < 1e\+15 s"),
+        (lambda: Link("l", "a", "b", 1e9, latency=1e300), r"latency: must be < 1e\+15 s"),
+        (lambda: Link("l", "a", "b", 10**400), "beyond float64's range"),
+        (lambda: Link("l", "a", "b", 1e300), r"bandwidth: must lie in \[1e-06, 1e\+30\] B/s, got 1e\+300"),
+        (lambda: Link("l", "a", "b", 1e-9), r"bandwidth: must lie in \[1e-06, 1e\+30\] B/s, got 1e-09"),
+        (lambda: Link("l", "a", "b", "1e999 GB/s"), "bandwidth: must be a finite number, got '1e999 GB/s'"),
+    ],
+)
+def test_documented_limits(make, message):
+    with pytest.raises(ScenarioError, match=message):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Link("a\x00b", "a", "b", 1.0), r"Link\.id: must be printable .*'a\\x00b'"),
+        (lambda: Link("l", "a\nb", "b", 1.0), r"Link \(id 'l'\)\.src: must be printable"),
+        (lambda: Link("l", "", "b", 1.0), r"src: must be a non-empty string, got ''"),
+        (lambda: Flow("f", "a", "b", 1.0, after=None), r"Flow \(id 'f'\)\.after: expected a list of id strings, got None"),
+        (lambda: Flow("f", "a", "b", 1.0, after="t"), r"after: expected a list of id strings, got 't'"),
+        (lambda: Flow("f", "a", "b", 1.0, route=[1]), r"route\[0\]: must be a non-empty string, got 1"),
+        (lambda: Task(7, "gpu", 1.0), r"Task\.id: must be a non-empty string, got 7"),
+        (lambda: Flow("f", "a", "a", 1.0, route=("ab", "ba")), r"Flow \(id 'f'\)\.dst: same node as src \('a'\)"),
+        (lambda: Scenario(LINKS, name=3), "name: expected a string, got 3"),
+        (lambda: Scenario(LINKS, description=["x"]), r"description: expected a string, got \['x'\]"),
+        (lambda: Scenario(LINKS, name="\ud800"), "name: not valid Unicode text"),
+        (lambda: Scenario([{"id": "l"}]), r"links\[0\]: expected a netsim.Link, got \{'id': 'l'\}"),
+        (lambda: Scenario(LINKS, per_hop_latency=None), "per_hop_latency: expected a number or a string"),
+    ],
+)
+def test_bad_objects_are_refused_when_built(make, message):
+    with pytest.raises(ScenarioError, match=message):
+        make()
 
 
 def test_unknown_and_duplicate_ids():
@@ -50,7 +119,17 @@ def test_routes():
     check("not at dst 'c'", flows=[Flow("f", "a", "c", 1.0, route=("ab",))])
     check("starts at 'a', but the route is at 'b'", flows=[Flow("f", "a", "c", 1.0, route=("ab", "ab"))])
     check("'a' is unreachable from 'c'", flows=[Flow("f", "c", "a", 1.0)])
-    check("same node", flows=[Flow("f", "a", "a", 1.0)])
+    # loops: a link crossed twice, a return to the src, dst reached early (each adds latency and load)
+    links = [*LINKS, Link("cb", "c", "b", 1e9), Link("cd", "c", "d", 1e9)]
+    check(r"flows\[0\] \(id 'f'\)\.route\[3\]: link 'bc' is crossed twice \(also at \[1\]\)",
+          links=links, flows=[Flow("f", "a", "d", 1.0, route=("ab", "bc", "cb", "bc", "cd"))])
+    check(r"route\[1\]: link 'ba' returns to the src 'a'", flows=[Flow("f", "a", "c", 1.0, route=("ab", "ba", "ab", "bc"))])
+    check(r"route\[0\]: the route reaches dst 'b' before its end",
+          links=links, flows=[Flow("f", "a", "b", 1.0, route=("ab", "bc", "cb"))])
+    # other nodes may repeat: staging through host memory goes cpu -> mem -> cpu
+    staged = [Link("gc", "gpu0", "cpu", 1e9), Link("cm", "cpu", "mem", 1e9), Link("mc", "mem", "cpu", 1e9),
+              Link("cg", "cpu", "gpu1", 1e9)]
+    netsim.compile_scenario(Scenario(staged, [Flow("f", "gpu0", "gpu1", 1.0, route=("gc", "cm", "mc", "cg"))]))
 
 
 def test_cycle_is_named():
@@ -64,7 +143,7 @@ def test_json_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ScenarioError, match="not valid JSON"):
         Scenario.load(bad)
-    with pytest.raises(ScenarioError, match=r"links\[0\].bandwidth: unknown bandwidth unit 'GHz'"):
+    with pytest.raises(ScenarioError, match=r"links\[0\] \(id 'l'\)\.bandwidth: unknown bandwidth unit 'GHz'"):
         Scenario.from_dict({"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "5 GHz"}]})
     with pytest.raises(ScenarioError, match=r"flows\[0\]: missing field\(s\) \['bytes'\]"):
         Scenario.from_dict({"links": [], "flows": [{"id": "f", "src": "a", "dst": "b"}]})
@@ -90,3 +169,106 @@ def test_errors_come_before_tracing(monkeypatch):
     monkeypatch.setattr(sim, "_run", lambda *a: pytest.fail("traced a bad scenario"))
     with pytest.raises(ScenarioError):
         netsim.simulate(Scenario(LINKS, [Flow("f", "a", "q", 1.0)]))
+
+
+GOOD = {"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "1 GB/s"}],
+        "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": "1 MiB"}]}
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"name": "caf\xe9", "links": []}', r"not UTF-8 text \(byte 13: invalid continuation byte\)"),
+        (b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply"),
+        (b'{"links": [], "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": ' + b"1" * 5000 + b"}]}",
+         "not valid JSON: Exceeds the limit"),
+        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "bytes": int("9" * 400)}]}).encode(),
+         r"flows\[0\] \(id 'f'\)\.bytes: 9999.*9999 is beyond float64's range"),
+        (json.dumps({**GOOD, "links": [{**GOOD["links"][0], "bandwidth": int("9" * 400)}]}).encode(),
+         "bandwidth: .* is beyond float64's range"),
+        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "after": None}]}).encode(),
+         r"flows\[0\] \(id 'f'\)\.after: expected a list of id strings, got None"),
+        (json.dumps({**GOOD, "per_hop_latency": "abc"}).encode(), "per_hop_latency: cannot read 'abc'"),
+        (json.dumps({**GOOD, "per_hop_latency": [1]}).encode(), r"per_hop_latency: expected a number .*got \[1\]"),
+        (json.dumps({**GOOD, "per_hop_latency": None}).encode(), "per_hop_latency: expected a number .*got None"),
+        (json.dumps({**GOOD, "name": 5}).encode(), "name: expected a string, got 5"),
+        (json.dumps({**GOOD, "description": {"a": 1}}).encode(), r"description: expected a string, got \{'a': 1\}"),
+        (json.dumps({**GOOD, "links": [{**GOOD["links"][0], "id": "l\x00"}]}).encode(),
+         r"links\[0\]\.id: must be printable"),
+        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "dst": "a", "route": ["l"]}]}).encode(),
+         r"flows\[0\] \(id 'f'\)\.dst: same node as src \('a'\)"),
+        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "start": 1e300}]}).encode(), r"start: must be < 1e\+15 s"),
+        (json.dumps({**GOOD, "links": [*GOOD["links"], {"id": "m", "src": "b", "dst": "a", "bandwidth": 1e300}]})
+         .encode(), r"links\[1\] \(id 'm'\)\.bandwidth: must lie in"),
+        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "bytes": 1.7e308}]}).encode(), "bytes: must be < 1e"),
+    ],
+)
+def test_bad_files_are_scenario_errors(tmp_path, raw, message):
+    path = tmp_path / "s.json"
+    path.write_bytes(raw)
+    with pytest.raises(ScenarioError, match=message):
+        Scenario.load(path)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16", "utf-32"])
+def test_utf16_and_bom_files_read_like_utf8(tmp_path, encoding):
+    path = tmp_path / "s.json"
+    path.write_bytes(json.dumps({**GOOD, "name": "µ-bench"}, ensure_ascii=False).encode(encoding))
+    assert Scenario.load(path) == Scenario.from_dict({**GOOD, "name": "µ-bench"})
+
+
+def test_write_atomic_names_and_cleans_its_temporary_file(tmp_path, monkeypatch):
+    from netsim import _checks
+
+    target = tmp_path / "out.json"
+    dead = tmp_path / ".out.json.tmp-999999999"  # left by a killed run (no such process)
+    dead.write_text("half")
+    other = tmp_path / ".other.json.tmp-999999999"  # another target's: left alone
+    other.write_text("x")
+    _checks.write_atomic(target, "hello")
+    assert target.read_text() == "hello" and not dead.exists() and other.exists()
+    assert oct(target.stat().st_mode & 0o777) == oct(0o666 & ~_umask())  # not mkstemp's 0600
+
+    def fail(*a):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(_checks.os, "replace", fail)
+    with pytest.raises(OSError, match="disk full"):
+        _checks.write_atomic(target, b"new")
+    assert target.read_text() == "hello"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".other.json.tmp-999999999", "out.json"]
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_json_output_is_standard():
+    from netsim._checks import to_json
+
+    text = to_json({"a": math.inf, "b": [1.0, -math.inf, math.nan], "c": {"d": 2}})
+    assert json.loads(text) == {"a": None, "b": [1.0, None, None], "c": {"d": 2}}
+    assert "Infinity" not in text and "NaN" not in text
+
+
+def test_checks():
+    from netsim._checks import choice, count, identifier, number, quantity
+
+    assert count(3, "n") == 3 and count(0, "n", minimum=0) == 0
+    for bad in (True, 2.0, "2", None, 0):
+        with pytest.raises(ScenarioError, match=r"n: expected an integer >= 1, got"):
+            count(bad, "n")
+    assert choice("ring", "algorithm", {"ring", "tree"}) == "ring"
+    with pytest.raises(ScenarioError, match=r"algorithm: unknown value 'x'; expected one of \['ring', 'tree'\]"):
+        choice("x", "algorithm", {"ring", "tree"})
+    assert number(2, "x") == 2.0 and isinstance(number(2, "x"), float)
+    with pytest.raises(ScenarioError, match="x: must be a finite number, got <an integer of about 400 digits>"):
+        number(10**400, "x", positive=True)
+    assert quantity("100 Gbps", "bandwidth", "bw") == 12.5e9
+    with pytest.raises(ScenarioError, match="size: must be > 0, got 0"):
+        quantity(0, "bytes", "size", positive=True)
+    assert identifier("gpu 0/µ", "id") == "gpu 0/µ"  # spaces and non-ASCII letters are printable

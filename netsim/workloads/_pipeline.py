@@ -19,7 +19,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
-from .._scenario import Flow, Scenario, ScenarioError, Task, check_number
+from .._checks import count as _count
+from .._checks import number, quantity
+from .._scenario import Flow, Scenario, ScenarioError, Task
 from ._base import Fabric, Workload
 
 __all__ = [
@@ -66,13 +68,14 @@ class StageCosts:
     gradient_bytes: float = 0.0
     parameter_bytes: float | None = None
 
-    def __post_init__(self):
-        for name in ("forward", "backward_input", "activation_bytes"):
-            _positive(getattr(self, name), f"StageCosts.{name}")
-        for name in ("backward_weight", "gradient_bytes"):
-            _non_negative(getattr(self, name), f"StageCosts.{name}")
-        if self.parameter_bytes is not None:
-            _non_negative(self.parameter_bytes, "StageCosts.parameter_bytes")
+    def __post_init__(self):  # numbers or strings with units ("1 ms", "4 MiB"), stored as SI floats
+        kinds = {"forward": "time", "backward_input": "time", "activation_bytes": "bytes",
+                 "backward_weight": "time", "gradient_bytes": "bytes", "parameter_bytes": "bytes"}
+        for name, kind in kinds.items():
+            if name != "parameter_bytes" or self.parameter_bytes is not None:
+                value = quantity(getattr(self, name), kind, f"StageCosts.{name}",
+                                 positive=name in ("forward", "backward_input", "activation_bytes"))
+                object.__setattr__(self, name, value)
 
     @property
     def backward(self) -> float:
@@ -107,7 +110,7 @@ class TransformerStage:
         for name in ("hidden", "seq_len", "micro_batch", "layers"):
             _count(getattr(self, name), f"TransformerStage.{name}")
         for name in ("ffn_multiplier", "bytes_per_value"):
-            _positive(getattr(self, name), f"TransformerStage.{name}")
+            number(getattr(self, name), f"TransformerStage.{name}", positive=True)
 
     @property
     def parameters(self) -> float:
@@ -125,9 +128,9 @@ class TransformerStage:
 
         gradient_bytes_per_value: bytes per gradient value (None: bytes_per_value).
         """
-        _positive(device_flops, "device_flops")
+        number(device_flops, "device_flops", positive=True)
         per_value = self.bytes_per_value if gradient_bytes_per_value is None else gradient_bytes_per_value
-        _positive(per_value, "gradient_bytes_per_value")
+        number(per_value, "gradient_bytes_per_value", positive=True)
         f, b, w = self.flops()
         return StageCosts(
             forward=f / device_flops,
@@ -165,7 +168,7 @@ class Offload:
     pieces: int = 4
 
     def __post_init__(self):
-        _positive(self.step_time, "Offload.step_time")
+        object.__setattr__(self, "step_time", quantity(self.step_time, "time", "Offload.step_time", positive=True))
         _count(self.pieces, "Offload.pieces")
 
     def memory_of(self, gpu: str) -> str:
@@ -385,7 +388,7 @@ def pipeline(
     rows = _replicas(devices, nodes)
     p = len(rows[0])
     order = pipeline_order(schedule, p, microbatches, chunks)
-    _non_negative(optimizer_time, "optimizer_time")
+    optimizer_time = quantity(optimizer_time, "time", "optimizer_time")
     v = chunks
     n_stages = p * v
     duration = {
@@ -552,17 +555,3 @@ def _lookup(value: str | Mapping[str, str], gpu: str, field: str) -> str:
     if gpu not in value:
         raise ScenarioError(f"{field}: no entry for device {gpu!r}")
     return value[gpu]
-
-
-def _count(value, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ScenarioError(f"{field}: expected an integer >= 1, got {value!r}")
-    return value
-
-
-def _positive(value, field: str) -> None:
-    check_number(value, field, positive=True)
-
-
-def _non_negative(value, field: str) -> None:
-    check_number(value, field)

@@ -25,8 +25,9 @@ import collections
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from .._scenario import Flow, Scenario, ScenarioError, Task, check_number
-from .._units import format_quantity, parse_quantity
+from .._checks import quantity
+from .._scenario import Flow, Scenario, ScenarioError, Task
+from .._units import format_quantity
 from ._base import Fabric, Workload
 
 __all__ = ["Collective", "Transfer", "allgather", "allreduce", "alltoall", "broadcast", "bus_factor", "reduce",
@@ -246,20 +247,6 @@ def _build(kind, ranks, size, algorithm, chunks, channels, rings, step_overhead,
     blocks, steps = schedule(b, size, chunks, channels, orders, root)
     return Collective(kind, algorithm, ranks, size, Workload(b.flows, b.tasks, name), tuple(b.transfers),
                       blocks, steps, chunks, channels, root, None if step_overhead is None else b.overhead)
-
-
-def quantity(value: float | str, kind: str, field: str, *, positive: bool = False) -> float:
-    """`value` in SI units (kind "bytes", "time" or "bandwidth"), finite and >= 0 (> 0 if positive).
-
-    Raises:
-        ScenarioError: naming `field`.
-    """
-    try:
-        value = parse_quantity(value, kind, field)
-    except ValueError as e:
-        raise ScenarioError(str(e)) from None
-    check_number(value, field, positive=positive)
-    return value
 
 
 def _check_ranks(ranks: Sequence[str]) -> tuple[str, ...]:

@@ -1,0 +1,238 @@
+"""Input checks and safe output: the one place scenarios, builders and readers check values.
+
+Every check raises `ScenarioError` naming the field and the value (shown short: a 5000-element list or a
+400-digit integer is abbreviated, never printed whole), and returns the value converted to what netsim
+stores (an int, an SI float, a tuple of ids).
+
+Limits (see docs/scenario-format.md, "Limits"): simulated time is float64, and these bounds keep every
+sum, product and quotient the engine forms finite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import numbers
+import os
+import re
+import reprlib
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
+
+from ._errors import ScenarioError
+from ._units import parse_quantity
+
+#: exclusive upper bound of every time (latency, start, overhead, duration), s: 1e15 s is 3e7 years
+MAX_TIME = 1e15
+#: exclusive upper bound of a size, bytes (1 EB)
+MAX_BYTES = 1e18
+#: bandwidths lie in [MIN_BANDWIDTH, MAX_BANDWIDTH] bytes/s; 1e30 leaves room for "ideal" links (transfers
+#: far below time resolution) while capacity x time stays finite (< 1e45)
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1e-6, 1e30
+
+_RANGE = {"time": (0.0, MAX_TIME), "bytes": (0.0, MAX_BYTES), "bandwidth": (MIN_BANDWIDTH, MAX_BANDWIDTH)}
+_UNIT = {"time": "s", "bytes": "B", "bandwidth": "B/s"}
+
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 3, 60, 60, 6, 6
+
+
+def show(value: Any) -> str:
+    """A short repr for error messages: deep, long or huge values are abbreviated."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"  # log10(2) digits per bit
+    try:
+        return _SHORT.repr(value)
+    except (ValueError, RecursionError):  # a huge int inside a container, a self-referencing object
+        return f"<{type(value).__name__}>"
+
+
+def _real(value: Any) -> bool:
+    """A real number (Python or NumPy scalar), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and type(value).__name__ != "bool_"
+
+
+def number(value: Any, field: str, *, positive: bool = False) -> float:
+    """`value` as a finite float >= 0 (> 0 with positive=True); ScenarioError naming `field` otherwise."""
+    if not _real(value):
+        raise ScenarioError(f"{field}: must be a finite number, got {show(value)}")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ScenarioError(f"{field}: must be a finite number, got {show(value)}") from None
+    if not math.isfinite(out):
+        raise ScenarioError(f"{field}: must be a finite number, got {show(value)}")
+    if positive and out <= 0:
+        raise ScenarioError(f"{field}: must be > 0, got {show(value)}")
+    if out < 0:
+        raise ScenarioError(f"{field}: must be >= 0, got {show(value)}")
+    return out
+
+
+def quantity(value: Any, kind: str, field: str, *, positive: bool = False) -> float:
+    """`value` in SI units: a number, or a string with a unit ("25 GB/s", "2 us", "4 MiB").
+
+    kind: "time" (s), "bytes" or "bandwidth" (bytes/s). The result is finite, >= 0 (> 0 with positive=True;
+    a bandwidth is always > 0) and within the kind's limits: times < MAX_TIME, bytes < MAX_BYTES,
+    bandwidths in [MIN_BANDWIDTH, MAX_BANDWIDTH].
+    """
+    if type(value) is float:  # the common case, from builders: skip the parser
+        out = value
+    else:
+        try:
+            out = parse_quantity(value, kind, field)
+        except ValueError as e:  # includes ScenarioError
+            raise ScenarioError(str(e)) from None
+    low, high = _RANGE[kind]
+    if low <= out < high and (out > 0 or not positive):  # in range, hence finite: the common case
+        return out
+    if not math.isfinite(out):
+        raise ScenarioError(f"{field}: must be a finite number, got {show(value)}")
+    if (positive or kind == "bandwidth") and out <= 0:
+        raise ScenarioError(f"{field}: must be > 0, got {show(value)}")
+    if out < 0:
+        raise ScenarioError(f"{field}: must be >= 0, got {show(value)}")
+    unit = _UNIT[kind]
+    if kind == "bandwidth" and not low <= out <= high:
+        raise ScenarioError(f"{field}: must lie in [{low:g}, {high:g}] {unit}, got {show(value)}")
+    if kind != "bandwidth" and not out < high:
+        raise ScenarioError(f"{field}: must be < {high:g} {unit} (netsim's limit), got {show(value)}")
+    return out
+
+
+def count(value: Any, field: str, *, minimum: int = 1) -> int:
+    """`value` as an int >= minimum: bools, floats (even 2.0) and strings are refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ScenarioError(f"{field}: expected an integer >= {minimum}, got {show(value)}")
+    if value < minimum:
+        raise ScenarioError(f"{field}: expected an integer >= {minimum}, got {show(value)}")
+    return int(value)
+
+
+def choice(value: Any, field: str, options: Collection[str]) -> str:
+    """`value` if it is one of `options`."""
+    if not isinstance(value, str) or value not in options:
+        raise ScenarioError(f"{field}: unknown value {show(value)}; expected one of {sorted(options)}")
+    return value
+
+
+def identifier(value: Any, field: str) -> str:
+    """A non-empty printable string: an id or a node name (no NUL, newline or other control characters)."""
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{field}: must be a non-empty string, got {show(value)}")
+    if not value.isprintable():
+        raise ScenarioError(f"{field}: must be printable (no control characters such as NUL), got {show(value)}")
+    return value
+
+
+def identifiers(value: Any, field: str) -> tuple[str, ...]:
+    """A list or tuple of ids (`identifier`), as a tuple. A lone string is refused: ["ab"], not "ab"."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ScenarioError(f"{field}: expected a list of id strings, got {show(value)}")
+    return tuple(identifier(v, f"{field}[{i}]") for i, v in enumerate(value))
+
+
+def text(value: Any, field: str) -> str:
+    """A string (possibly empty), never coerced from another type."""
+    if not isinstance(value, str):
+        raise ScenarioError(f"{field}: expected a string, got {show(value)}")
+    try:
+        value.encode()
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in JSON): no file or terminal can show it
+        raise ScenarioError(f"{field}: not valid Unicode text, got {show(value)}") from None
+    return value
+
+
+# --- output -------------------------------------------------------------------------------------------
+
+
+def to_json(obj: Any, *, indent: int | None = None) -> str:
+    """Standard JSON (RFC 8259): non-finite floats (inf, nan) are written as null."""
+
+    def clean(x):
+        if isinstance(x, float):
+            return x if math.isfinite(x) else None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(obj), indent=indent, allow_nan=False)
+
+
+_TMP = re.compile(r"\.tmp-(\d+)$")
+
+
+def _temp_name(path: str) -> str:
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.tmp-{os.getpid()}")
+
+
+def _remove_stale(path: str) -> None:
+    """Removes `.NAME.tmp-PID` files of this target left by processes that no longer run (a killed write)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    prefix = f".{name}.tmp-"
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        m = _TMP.search(entry)
+        if not entry.startswith(prefix) or m is None or len(entry) != len(prefix) + len(m.group(1)):
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # still running: perhaps writing right now
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):  # PermissionError: the process runs as another user
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, entry))
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+    """Yields a temporary name beside `path` (`.NAME.tmp-PID`) to write to; renames it onto `path` when the
+    block succeeds and removes it when it fails. Readers never see half a file."""
+    path = os.fspath(path)
+    _remove_stale(path)
+    tmp = _temp_name(path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
+    """Writes `data` (text as UTF-8) to `path` through `atomic_path`; the file gets the usual permissions."""
+    raw = data.encode() if isinstance(data, str) else data
+    with atomic_path(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # 0o666 less the umask, like open()
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+
+
+def check_writable(path: str | os.PathLike, field: str) -> None:
+    """Raises OSError naming `field` unless a file can be written at `path` (its folder exists and takes a
+    new file): found before a long run rather than after it. Creates and removes the temporary name."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise OSError(f"{field}: folder {folder!r} does not exist")
+    if os.path.isdir(path):
+        raise OSError(f"{field}: {path!r} is a folder")
+    tmp = _temp_name(path)
+    try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o666))
+    except OSError as e:
+        raise OSError(f"{field}: cannot write in folder {folder!r}: {e.strerror}") from None
+    os.unlink(tmp)
