@@ -12,7 +12,8 @@ import traceback
 # XLA's CPU backend runs large loops on a pool of threads, one per core by default, sized by PJRT_NPROC when
 # it starts. One simulation is a long chain of small ops for which the hand-offs cost more than they save
 # (1.3-1.4x slower on 2 cores than with one thread, benchmarks/RESULTS.md); a sweep's batched ops gain from them.
-CPU_THREADS = {"run": 1}  # per command; the others use one thread per core
+CPU_THREADS = {"run": 1}
+PROGRESS_ITEMS = 2000  # `netsim run` reports progress on scenarios of at least this many flows and tasks  # per command; the others use one thread per core
 
 
 def set_cpu_threads(n: int) -> None:
@@ -77,6 +78,16 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 0.5:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 0.5] (0 = exact), got {text!r}")
+    return value
+
+
 def _run(args: argparse.Namespace) -> int:
     check_outputs({"the scenario": args.scenario},
                   {"--out": (args.out, (".json", ".h5", ".hdf5")), "--trace": (args.trace, (".json",))})
@@ -90,7 +101,10 @@ def _run(args: argparse.Namespace) -> int:
         backend += f", XLA threads: {cpu_threads_label()}"
     print(f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
           f"{len(scenario.tasks)} tasks) on {backend}", file=sys.stderr)
-    result = netsim.simulate(scenario, max_events=args.max_events)
+    # Progress lines come from a host callback in the engine, and JAX does not cache executables with
+    # callbacks on disk: only runs large enough to take seconds (which compiles do not dominate) report.
+    progress = len(scenario.flows) + len(scenario.tasks) >= PROGRESS_ITEMS
+    result = netsim.simulate(scenario, max_events=args.max_events, tolerance=args.tolerance, progress=progress)
     print(result.summary(top=args.top))
     if args.out:
         result.save(args.out)
@@ -115,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trace", help="write a Chrome/Perfetto trace JSON of flows and tasks")
     run.add_argument("--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)")
     run.add_argument("--top", type=int, default=5, help="rows in the summary tables")
+    run.add_argument("--tolerance", type=_tolerance, default=0.0, metavar="W",
+                     help="fast mode: merge events within a relative time window W, e.g. 0.01 (default 0: "
+                          "exact; errors in docs/performance.md)")
     run.set_defaults(handler=_run)
     for module in ("netsim._sweep_cli", "netsim._calibrate_cli", "netsim._predict_cli"):
         try:
@@ -126,6 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
         default = f"{CPU_THREADS[name]}" if name in CPU_THREADS else "one per core"
         command.add_argument("--cpu-threads", type=_count, metavar="N",
                              help=f"XLA CPU threads, 0 = one per core (default: PJRT_NPROC if set, else {default})")
+        command.add_argument("--no-compile-cache", action="store_true",
+                             help="do not keep compiled engines on disk (default: kept in $NETSIM_CACHE_DIR, "
+                                  "else ~/.cache/netsim/jax; see docs/performance.md)")
     return parser
 
 
@@ -134,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     1 a bug in netsim (the message, then the traceback to report)."""
     args = build_parser().parse_args(argv)  # --help, --version, bad arguments: exit here, without JAX
     set_cpu_threads(cpu_threads(args.cpu_threads, args.command))  # before anything starts JAX's backend
+    if not args.no_compile_cache:
+        from ._cache import enable_compilation_cache
+
+        enable_compilation_cache()  # before the first compile; imports JAX only here
     from ._errors import NetsimError
 
     try:

@@ -16,10 +16,24 @@ from netsim.cli import cpu_threads
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def netsim(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """The installed console script, run away from the source tree (whose netsim/ lacks kernels/)."""
+def netsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The installed console script, run away from the source tree, with its compilation cache in `cwd`."""
     script = Path(sys.executable).with_name("netsim")
-    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+    env = {"NETSIM_CACHE_DIR": str(cwd / "jax-cache"), **os.environ, **(env or {})}
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
+
+
+def test_compilation_cache_and_fast_mode(tmp_path):
+    example = str(EXAMPLES / "pcie_ring_allreduce.json")
+    cache = tmp_path / "cache"
+    p = netsim("run", example, "--tolerance", "0.01", cwd=tmp_path, env={"NETSIM_CACHE_DIR": str(cache)})
+    assert p.returncode == 0, p.stderr
+    assert any(cache.iterdir())  # the compiled engine is kept for the next process
+    off = tmp_path / "off"
+    p = netsim("run", example, "--no-compile-cache", cwd=tmp_path, env={"NETSIM_CACHE_DIR": str(off)})
+    assert p.returncode == 0 and not off.exists()
+    p = netsim("run", example, "--tolerance", "2", cwd=tmp_path)
+    assert p.returncode == 2 and "--tolerance: must be a number in [0, 0.5] (0 = exact), got '2'" in p.stderr
 
 
 def test_run_example(tmp_path):
