@@ -2,7 +2,7 @@
 
     python benchmarks/heldout.py            # ~6-7 min on 2 busy CPU cores; progress on stderr, tables on stdout
 
-Transports come from netsim.calibrate._transport (P2P, cudaMemcpy host staging, NCCL SHM); capacities
+Transports come from netsim.calibrate.transport (P2P, cudaMemcpy host staging, NCCL SHM); capacities
 and software costs are fitted with optax through `jax.vmap(netsim.kernels.run)`. Each row gives the
 in-sample error on the fitting data and the held-out error on data the fit never saw, beside a simple
 baseline (an alpha-beta fit on the same fitting data, or the plain uncalibrated topology). Errors are
@@ -22,7 +22,7 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.calibrate import _transport as T
+from netsim.calibrate import transport as T
 from netsim.calibrate import read_trace
 
 import netsim

@@ -10,6 +10,7 @@ See docs/calibration.md.
 """
 
 from . import presets as presets
+from . import transport as transport
 from ._calibrate import Calibration as Calibration
 from ._calibrate import calibrate as calibrate
 from ._calibrate import experiments_from_trace as experiments_from_trace

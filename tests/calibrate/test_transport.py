@@ -1,4 +1,4 @@
-"""Transports as scenario pieces (calibrate/_transport.py): routes, budgets and closed-form times.
+"""Transports as scenario pieces (calibrate/transport.py): routes, budgets and closed-form times.
 
 Tiny server: 2 sockets of one NUMA node each; GPUs 0, 1 on socket 0 and 2, 3 on socket 1, each on its
 own host bridge; NVLink bridges 0-1 and 2-3. Figures are chosen so that each case has one bottleneck.
@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from netsim.calibrate import _transport as T
+from netsim.calibrate import transport as T
 
 import netsim
 from netsim.workloads import allreduce
