@@ -39,22 +39,31 @@ def best_of(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--flows", type=int, nargs="*", default=[64, 256, 1024, 4096])
     parser.add_argument("--full", action="store_true", help="add 16384 and 32768 flows")
     parser.add_argument("--batches", type=int, nargs="*", default=[1, 64, 1024])
     parser.add_argument("--max-batch-items", type=int, default=1 << 17, help="skip B x F above this")
     parser.add_argument("--baseline-limit", type=int, default=1024, help="largest F run in NumPy")
-    parser.add_argument("--cpu-threads", type=int, help="XLA CPU threads, 0 = one per core (default: XLA's, one "
-                        "per core; `netsim run` uses 1)")
+    parser.add_argument(
+        "--cpu-threads",
+        type=int,
+        help="XLA CPU threads, 0 = one per core (default: XLA's, one per core; `netsim run` uses 1)",
+    )
     args = parser.parse_args()
     if args.cpu_threads is not None:
         set_cpu_threads(args.cpu_threads)
     flows = args.flows + ([16384, 32768] if args.full else [])
-    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}, XLA CPU "
-          f"threads: {cpu_threads_label()}")
-    print(f"{'flows':>6} {'links':>6} {'events':>7} {'rounds':>7} {'compile s':>10} {'run s':>9} "
-          f"{'numpy s':>9} {'speedup':>8}")
+    print(
+        f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}, XLA CPU "
+        f"threads: {cpu_threads_label()}"
+    )
+    print(
+        f"{'flows':>6} {'links':>6} {'events':>7} {'rounds':>7} {'compile s':>10} {'run s':>9} "
+        f"{'numpy s':>9} {'speedup':>8}"
+    )
     run = jax.jit(netsim.kernels.run, static_argnames=("max_events", "loop"))
     for n in flows:
         c = netsim.compile_scenario(leaf_spine_scenario(n))
@@ -70,8 +79,11 @@ def main() -> None:
             b = time.perf_counter() - t0
             np.testing.assert_allclose(np.asarray(state.finish)[:n], ref, rtol=1e-9)  # same answers
             base, ratio = f"{b:.3f}", f"{b / steady:.1f}x"
-        print(f"{n:>6} {c.n_links:>6} {int(state.events):>7} {int(state.rounds):>7} {first - steady:>10.2f} "
-              f"{steady:>9.3f} {base:>9} {ratio:>8}", flush=True)
+        print(
+            f"{n:>6} {c.n_links:>6} {int(state.events):>7} {int(state.rounds):>7} {first - steady:>10.2f} "
+            f"{steady:>9.3f} {base:>9} {ratio:>8}",
+            flush=True,
+        )
 
     print("\nbatched: B scenarios with randomly scaled link bandwidths, one vmap")
     print(f"{'flows':>6} {'B':>6} {'compile s':>10} {'run s':>9} {'per scenario ms':>16}")
@@ -81,14 +93,24 @@ def main() -> None:
             if b * n > args.max_batch_items:
                 continue
             scale = jnp.asarray(np.random.default_rng(b).uniform(0.5, 2.0, (b, c.network.capacity.shape[0])))
-            batched = jax.jit(jax.vmap(lambda s, c=c: netsim.kernels.run(
-                netsim.kernels.Network(c.network.capacity * s, c.network.latency), c.program,
-                max_events=c.max_events).finish))
+            batched = jax.jit(
+                jax.vmap(
+                    lambda s, c=c: (
+                        netsim.kernels.run(
+                            netsim.kernels.Network(c.network.capacity * s, c.network.latency),
+                            c.program,
+                            max_events=c.max_events,
+                        ).finish
+                    )
+                )
+            )
             t0 = time.perf_counter()
             jax.block_until_ready(batched(scale))
             first = time.perf_counter() - t0
             steady = best_of(lambda batched=batched, scale=scale: batched(scale), 1)
-            print(f"{n:>6} {b:>6} {first - steady:>10.2f} {steady:>9.3f} {steady / b * 1e3:>16.3f}", flush=True)
+            print(
+                f"{n:>6} {b:>6} {first - steady:>10.2f} {steady:>9.3f} {steady / b * 1e3:>16.3f}", flush=True
+            )
 
     print("\nmax-min allocations at 4096 flows x 2048 links (all flows active)")
     c = netsim.compile_scenario(leaf_spine_scenario(4096))
@@ -102,9 +124,11 @@ def main() -> None:
     b = time.perf_counter() - t0
     np.testing.assert_allclose(np.asarray(a.rate), ref, rtol=1e-9)
     classic_rounds = len(np.unique(ref[np.asarray(active)]))
-    print(f"netsim {t * 1e3:.2f} ms/allocation = {1 / t:.0f} allocations/s, {int(a.rounds)} rounds; "
-          f"numpy classic filling {b * 1e3:.1f} ms ({b / t:.0f}x), >= {classic_rounds} rounds "
-          f"({classic_rounds / int(a.rounds):.0f}x more)")
+    print(
+        f"netsim {t * 1e3:.2f} ms/allocation = {1 / t:.0f} allocations/s, {int(a.rounds)} rounds; "
+        f"numpy classic filling {b * 1e3:.1f} ms ({b / t:.0f}x), >= {classic_rounds} rounds "
+        f"({classic_rounds / int(a.rounds):.0f}x more)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,8 +22,8 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.calibrate import transport as T
 from netsim.calibrate import read_trace
+from netsim.calibrate import transport as T
 
 import netsim
 from netsim.data import trace_path
@@ -37,8 +37,19 @@ COLL_SHAPE = netsim.Shape(items=128, hops=16, after=2, resources=128)
 COPY_WIDTH, COLL_WIDTH = 128, 32  # points per batch, padded with zero-weight copies of the last
 #: fitted quantities: link and budget classes first, then software (per-step overhead and payload
 #: efficiency of NCCL's LL and Simple protocols, blended at a hand-over size in bytes per step)
-NAMES = ("pcie", "socket", "nvlink", "socket duplex", "staging", "hairpin",
-         "overhead LL", "overhead Simple", "inefficiency LL", "inefficiency Simple", "hand-over")
+NAMES = (
+    "pcie",
+    "socket",
+    "nvlink",
+    "socket duplex",
+    "staging",
+    "hairpin",
+    "overhead LL",
+    "overhead Simple",
+    "inefficiency LL",
+    "inefficiency Simple",
+    "hand-over",
+)
 LINKS = NAMES[:6]
 WIDTH = 0.5  # hand-over width, in log(bytes)
 T0 = time.time()
@@ -54,12 +65,24 @@ def trace(name: str):
 
 # --- parameters -----------------------------------------------------------------------------------
 
+
 def initial(**values) -> np.ndarray:
     """log-parameters: link figures default to the m01 preset's, software to NCCL-like values."""
-    v = dict(pcie=25.8 * GB, socket=21.9 * GB, nvlink=275 / 12 * GB, **{"socket duplex": 40 * GB},
-             staging=20 * GB, hairpin=10 * GB, **{"overhead LL": 2e-6, "overhead Simple": 5e-6,
-                                                  "inefficiency LL": np.log(2.0), "inefficiency Simple": 0.02,
-                                                  "hand-over": 65536.0})
+    v = dict(
+        pcie=25.8 * GB,
+        socket=21.9 * GB,
+        nvlink=275 / 12 * GB,
+        **{"socket duplex": 40 * GB},
+        staging=20 * GB,
+        hairpin=10 * GB,
+        **{
+            "overhead LL": 2e-6,
+            "overhead Simple": 5e-6,
+            "inefficiency LL": np.log(2.0),
+            "inefficiency Simple": 0.02,
+            "hand-over": 65536.0,
+        },
+    )
     v.update({k.replace("_", " "): x for k, x in values.items()})
     return np.log(np.array([v[n] for n in NAMES], float))
 
@@ -125,8 +148,17 @@ def lay_out(name, topo, scenarios, measured, moved, *, step=None, labels=None, f
     program = jax.tree.map(pad, batch.program)
     network = jax.tree.map(lambda x: x[0], batch.network)
     step = np.zeros(n) if step is None else np.asarray(step, float)
-    return Data(name, network, program, cls, pad(np.asarray(moved, float)), pad(np.asarray(measured, float)),
-                pad(step), np.r_[np.ones(n), np.zeros(b - n)], tuple(labels or range(n)))
+    return Data(
+        name,
+        network,
+        program,
+        cls,
+        pad(np.asarray(moved, float)),
+        pad(np.asarray(measured, float)),
+        pad(step),
+        np.r_[np.ones(n), np.zeros(b - n)],
+        tuple(labels or range(n)),
+    )
 
 
 def _times(theta, network, program, cls, step):
@@ -145,8 +177,9 @@ def _times(theta, network, program, cls, step):
 
     def one(prog, over, k):
         real = prog.route[:, 0] < n_res
-        p = netsim.kernels.Program(prog.route, prog.size * k, prog.release,
-                                   jnp.where(real, prog.overhead + over, 0.0), prog.after)
+        p = netsim.kernels.Program(
+            prog.route, prog.size * k, prog.release, jnp.where(real, prog.overhead + over, 0.0), prog.after
+        )
         s = netsim.kernels.run(net, p, max_events=program.size.shape[1] * 2 + 16)
         return jnp.max(jnp.where(real, s.finish, 0.0))
 
@@ -165,8 +198,14 @@ def _loss(theta, data_arrays):
 
 
 def arrays(d: Data):
-    return (d.network, d.program, jnp.asarray(d.cls), jnp.asarray(d.step), jnp.asarray(d.measured),
-            jnp.asarray(d.weight))
+    return (
+        d.network,
+        d.program,
+        jnp.asarray(d.cls),
+        jnp.asarray(d.step),
+        jnp.asarray(d.measured),
+        jnp.asarray(d.weight),
+    )
 
 
 OPT = optax.adam(0.05)
@@ -200,7 +239,9 @@ def fit(theta0: np.ndarray, free: tuple[str, ...], datasets: list[Data], *, step
 
 
 def predict(theta, d: Data) -> np.ndarray:
-    return np.asarray(times_jit(jnp.asarray(theta), d.network, d.program, jnp.asarray(d.cls), jnp.asarray(d.step)))
+    return np.asarray(
+        times_jit(jnp.asarray(theta), d.network, d.program, jnp.asarray(d.cls), jnp.asarray(d.step))
+    )
 
 
 def errors(theta, d: Data) -> np.ndarray:
@@ -209,6 +250,7 @@ def errors(theta, d: Data) -> np.ndarray:
 
 
 # --- measured data as scenarios -----------------------------------------------------------------------
+
 
 def matrix_data(name, topo, values, kind, transport, *, rows=None, **kw) -> Data:
     """Cells of a p2pBandwidthLatencyTest bandwidth matrix (bytes/s) as copy scenarios under `transport`
@@ -247,12 +289,22 @@ def allreduce_data(name, topo, ranks, sizes, times, transport, *, staging=20 * G
         elif transport == "shm":
             scenarios.append(T.shm_scenario(topo, work, shared=T.duplex_budgets(topo, 40 * GB)))
         elif transport == "staged":
-            scenarios.append(T.staged_scenario(topo, work, staging=staging, shared=T.duplex_budgets(topo, 40 * GB)))
+            scenarios.append(
+                T.staged_scenario(topo, work, staging=staging, shared=T.duplex_budgets(topo, 40 * GB))
+            )
         else:
             scenarios.append(work.scenario(topo))
     sizes = np.asarray(sizes, float)
-    return lay_out(name, topo, scenarios, np.asarray(times, float), factor * sizes,
-                   step=sizes / n, labels=tuple(int(s) for s in sizes), fixed=transport == "plain")
+    return lay_out(
+        name,
+        topo,
+        scenarios,
+        np.asarray(times, float),
+        factor * sizes,
+        step=sizes / n,
+        labels=tuple(int(s) for s in sizes),
+        fixed=transport == "plain",
+    )
 
 
 def table(nccl):
@@ -281,36 +333,72 @@ def row(case, fit_on, predicted, ins, held, base, note="", labels=()):
     if len(labels) and held.size:
         k = int(np.argmax(np.abs(held)))
         note = f"{note}; worst held-out: {labels[k]} ({100 * held[k]:+.0f} %)".lstrip("; ")
-    ROWS.append((case, fit_on, predicted, stats(ins), stats(held), stats(base) if base is not None else "-", note))
+    ROWS.append(
+        (case, fit_on, predicted, stats(ins), stats(held), stats(base) if base is not None else "-", note)
+    )
 
 
 # --- the machines ---------------------------------------------------------------------------------------
 
+
 def m01():
     log("m01: 8 x RTX 4090, 2 x EPYC 7542")
     topo = netsim.topology.preset("rtx4090-8x-epyc7542")
-    on, off = trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"), \
-        trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt")
-    copies_on = [matrix_data(f"m01 on {k}", topo, on.matrix(k, p2p=True).values, k, "p2p")
-                 for k in ("unidirectional", "bidirectional")]
+    on, off = (
+        trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"),
+        trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt"),
+    )
+    copies_on = [
+        matrix_data(f"m01 on {k}", topo, on.matrix(k, p2p=True).values, k, "p2p")
+        for k in ("unidirectional", "bidirectional")
+    ]
     log("m01: fit links on the P2P-on matrices")
     theta = fit(initial(), ("pcie", "socket", "socket duplex"), copies_on)
-    off_uni = matrix_data("m01 off uni", topo, off.matrix("unidirectional", p2p=False).values, "unidirectional", "staged")
-    off_bi = matrix_data("m01 off bi", topo, off.matrix("bidirectional", p2p=False).values, "bidirectional", "staged")
+    off_uni = matrix_data(
+        "m01 off uni", topo, off.matrix("unidirectional", p2p=False).values, "unidirectional", "staged"
+    )
+    off_bi = matrix_data(
+        "m01 off bi", topo, off.matrix("bidirectional", p2p=False).values, "bidirectional", "staged"
+    )
     log("m01: fit the staging budget on the P2P-off one-way matrix")
     theta = fit(theta, ("staging",), [off_uni], steps=100)
     plain_off = netsim.topology.preset("rtx4090-8x-epyc7542", p2p=False)
-    base_bi = matrix_data("m01 plain bi", plain_off, off.matrix("bidirectional", p2p=False).values, "bidirectional",
-                          "plain")
-    row("m01 copies", "P2P-on uni+bi", "-", np.r_[errors(theta, copies_on[0]), errors(theta, copies_on[1])], [], None)
-    row("m01 staged copies", "P2P-off uni", "P2P-off bi", errors(theta, off_uni), errors(theta, off_bi),
-        errors(theta, base_bi), "baseline: plain topology, no staging budget", off_bi.labels)
+    base_bi = matrix_data(
+        "m01 plain bi", plain_off, off.matrix("bidirectional", p2p=False).values, "bidirectional", "plain"
+    )
+    row(
+        "m01 copies",
+        "P2P-on uni+bi",
+        "-",
+        np.r_[errors(theta, copies_on[0]), errors(theta, copies_on[1])],
+        [],
+        None,
+    )
+    row(
+        "m01 staged copies",
+        "P2P-off uni",
+        "P2P-off bi",
+        errors(theta, off_uni),
+        errors(theta, off_bi),
+        errors(theta, base_bi),
+        "baseline: plain topology, no staging budget",
+        off_bi.labels,
+    )
 
     # the P2P-on file's P2P=Disabled matrices: the same copies measured again under the P2P driver
-    again = [matrix_data(f"m01 off again {k}", topo, on.matrix(k, p2p=False).values, k, "staged")
-             for k in ("unidirectional", "bidirectional")]
-    row("m01 staged copies, 2nd run", "P2P-off uni", "P2P-off uni+bi (P2P driver)", [],
-        np.r_[errors(theta, again[0]), errors(theta, again[1])], None, labels=again[0].labels + again[1].labels)
+    again = [
+        matrix_data(f"m01 off again {k}", topo, on.matrix(k, p2p=False).values, k, "staged")
+        for k in ("unidirectional", "bidirectional")
+    ]
+    row(
+        "m01 staged copies, 2nd run",
+        "P2P-off uni",
+        "P2P-off uni+bi (P2P driver)",
+        [],
+        np.r_[errors(theta, again[0]), errors(theta, again[1])],
+        None,
+        labels=again[0].labels + again[1].labels,
+    )
 
     ar = trace("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt").nccl("all_reduce")[0]
     sizes, times = table(ar)
@@ -321,13 +409,27 @@ def m01():
     theta = fit(theta, soft, [coll], steps=200)
     ab = alpha_beta(sizes, times, 2 * 7 / 8)
     busbw = 2 * 7 / 8 * sizes / times
-    row("m01 all_reduce P2P on", "P2P-on all_reduce", "-", errors(theta, coll), [],
-        ab(sizes) / busbw - 1, "baseline: alpha-beta, in-sample")
+    row(
+        "m01 all_reduce P2P on",
+        "P2P-on all_reduce",
+        "-",
+        errors(theta, coll),
+        [],
+        ab(sizes) / busbw - 1,
+        "baseline: alpha-beta, in-sample",
+    )
 
     big = sizes[sizes >= 2**20]
     shm = allreduce_data("m01 all_reduce off (shm)", topo, ranks, big, np.ones_like(big), "shm")
-    staged = allreduce_data("m01 all_reduce off (staged)", topo, ranks, big, np.ones_like(big), "staged",
-                            staging=float(np.exp(theta[NAMES.index("staging")])))
+    staged = allreduce_data(
+        "m01 all_reduce off (staged)",
+        topo,
+        ranks,
+        big,
+        np.ones_like(big),
+        "staged",
+        staging=float(np.exp(theta[NAMES.index("staging")])),
+    )
     pred_shm = shm.bandwidth(predict(theta, shm))
     pred_staged = staged.bandwidth(predict(theta, staged))
     m01_off = [(int(s), pred_shm[k] / GB, pred_staged[k] / GB, ab(s) / GB) for k, s in enumerate(big)]
@@ -347,10 +449,24 @@ def m02(theta_m01):
     err = errors(theta, coll)  # software from m01: nothing of this table was fitted
     small = sizes <= 2**20
     ab = alpha_beta(sizes[small], times[small], 2 * 3 / 4)
-    row("m02 all_reduce x4", "bi matrix + m01 software", "all sizes", errors(theta, bi), err, None,
-        labels=coll.labels)
-    row("m02 all_reduce x4, >= 2 MiB", "same", ">= 2 MiB", [], err[~small],
-        ab(sizes[~small]) / busbw[~small] - 1, "baseline: alpha-beta on <= 1 MiB")
+    row(
+        "m02 all_reduce x4",
+        "bi matrix + m01 software",
+        "all sizes",
+        errors(theta, bi),
+        err,
+        None,
+        labels=coll.labels,
+    )
+    row(
+        "m02 all_reduce x4, >= 2 MiB",
+        "same",
+        ">= 2 MiB",
+        [],
+        err[~small],
+        ab(sizes[~small]) / busbw[~small] - 1,
+        "baseline: alpha-beta on <= 1 MiB",
+    )
 
 
 def m08():
@@ -361,31 +477,48 @@ def m08():
     kinds = ("unidirectional", "bidirectional")
     on = [matrix_data(f"m08 on {k}", topo, tr.matrix(k, p2p=True).values, k, "p2p") for k in kinds]
     off = [matrix_data(f"m08 off {k}", topo, tr.matrix(k, p2p=False).values, k, "staged") for k in kinds]
-    plain = [matrix_data(f"m08 plain {k}", plain_off, tr.matrix(k, p2p=False).values, k, "plain") for k in kinds]
+    plain = [
+        matrix_data(f"m08 plain {k}", plain_off, tr.matrix(k, p2p=False).values, k, "plain") for k in kinds
+    ]
     start = initial(pcie=21.6 * GB, socket=21.6 * GB, nvlink=275 * GB)
     log("m08: fit P2P-on matrices (PCIe, socket, NVLink, socket duplex), predict P2P-off")
     theta = fit(start, ("pcie", "socket", "nvlink", "socket duplex"), on)
     # the P2P-on data say nothing of the staging budget: predict P2P-off with none (links only)
     no_staging = theta.copy()
     no_staging[NAMES.index("staging")] = np.log(1e13)
-    plain_on = [matrix_data(f"m08 plain on {k}", topo, tr.matrix(k, p2p=True).values, k, "plain") for k in kinds]
+    plain_on = [
+        matrix_data(f"m08 plain on {k}", topo, tr.matrix(k, p2p=True).values, k, "plain") for k in kinds
+    ]
     for k, kind in enumerate(kinds):
-        row(f"m08 on -> off, {kind[:3]}", "P2P-on uni+bi", f"P2P-off {kind[:3]}",
-            np.r_[errors(theta, on[0]), errors(theta, on[1])] if k == 0 else [], errors(no_staging, off[k]),
-            errors(no_staging, plain[k]), "no staging budget in P2P-on data; baseline: plain (NV pairs over NVLink)",
-            off[k].labels)
+        row(
+            f"m08 on -> off, {kind[:3]}",
+            "P2P-on uni+bi",
+            f"P2P-off {kind[:3]}",
+            np.r_[errors(theta, on[0]), errors(theta, on[1])] if k == 0 else [],
+            errors(no_staging, off[k]),
+            errors(no_staging, plain[k]),
+            "no staging budget in P2P-on data; baseline: plain (NV pairs over NVLink)",
+            off[k].labels,
+        )
     log("m08: fit P2P-off matrices (PCIe, socket, socket duplex, staging), predict P2P-on")
     theta2 = fit(start, ("pcie", "socket", "socket duplex", "staging"), off)
     ins = np.r_[errors(theta2, off[0]), errors(theta2, off[1])]
-    log(f"m08: worst in-sample P2P-off cell {(off[0].labels + off[1].labels)[int(np.argmax(np.abs(ins)))]} "
-        f"({100 * ins[int(np.argmax(np.abs(ins)))]:+.0f} %)")
+    log(
+        f"m08: worst in-sample P2P-off cell {(off[0].labels + off[1].labels)[int(np.argmax(np.abs(ins)))]} "
+        f"({100 * ins[int(np.argmax(np.abs(ins)))]:+.0f} %)"
+    )
     nv = lambda d: np.array([lab.split()[1] in ("0->1", "1->0", "2->3", "3->2") for lab in d.labels])
     for k, kind in enumerate(kinds):
-        row(f"m08 off -> on, {kind[:3]}", "P2P-off uni+bi", f"P2P-on {kind[:3]}, PCIe pairs",
+        row(
+            f"m08 off -> on, {kind[:3]}",
+            "P2P-off uni+bi",
+            f"P2P-on {kind[:3]}, PCIe pairs",
             np.r_[errors(theta2, off[0]), errors(theta2, off[1])] if k == 0 else [],
-            errors(theta2, on[k])[~nv(on[k])], errors(theta2, plain_on[k])[~nv(on[k])],
+            errors(theta2, on[k])[~nv(on[k])],
+            errors(theta2, plain_on[k])[~nv(on[k])],
             "NVLink cells: no NVLink in P2P-off data; baseline: plain",
-            tuple(np.array(on[k].labels)[~nv(on[k])]))
+            tuple(np.array(on[k].labels)[~nv(on[k])]),
+        )
 
 
 def m09():
@@ -396,17 +529,29 @@ def m09():
     kinds = ("unidirectional", "bidirectional")
     hair = T.hairpin_budgets(topo, 10 * GB)
     mats = {k: tr.matrix(k, p2p=False).values for k in kinds}
-    fit_d = [matrix_data(f"m09 {k} rows 0-3", topo, mats[k], k, "staged", rows=range(4), extra=hair) for k in kinds]
-    held_d = [matrix_data(f"m09 {k} rows 4-7", topo, mats[k], k, "staged", rows=range(4, 8), extra=hair)
-              for k in kinds]
-    base_d = [matrix_data(f"m09 plain {k} rows 4-7", plain, mats[k], k, "plain", rows=range(4, 8)) for k in kinds]
+    fit_d = [
+        matrix_data(f"m09 {k} rows 0-3", topo, mats[k], k, "staged", rows=range(4), extra=hair) for k in kinds
+    ]
+    held_d = [
+        matrix_data(f"m09 {k} rows 4-7", topo, mats[k], k, "staged", rows=range(4, 8), extra=hair)
+        for k in kinds
+    ]
+    base_d = [
+        matrix_data(f"m09 plain {k} rows 4-7", plain, mats[k], k, "plain", rows=range(4, 8)) for k in kinds
+    ]
     start = initial(pcie=11.4 * GB, staging=11 * GB, hairpin=9 * GB)
     log("m09: fit PCIe, staging and switch hairpin budgets on rows 0-3, predict rows 4-7")
     theta = fit(start, ("pcie", "staging", "hairpin"), fit_d)
-    row("m09 staged copies", "rows 0-3 uni+bi", "rows 4-7 uni+bi", np.r_[errors(theta, fit_d[0]),
-        errors(theta, fit_d[1])], np.r_[errors(theta, held_d[0]), errors(theta, held_d[1])],
-        np.r_[errors(theta, base_d[0]), errors(theta, base_d[1])], "baseline: plain preset",
-        held_d[0].labels + held_d[1].labels)
+    row(
+        "m09 staged copies",
+        "rows 0-3 uni+bi",
+        "rows 4-7 uni+bi",
+        np.r_[errors(theta, fit_d[0]), errors(theta, fit_d[1])],
+        np.r_[errors(theta, held_d[0]), errors(theta, held_d[1])],
+        np.r_[errors(theta, base_d[0]), errors(theta, base_d[1])],
+        "baseline: plain preset",
+        held_d[0].labels + held_d[1].labels,
+    )
 
 
 def m05(theta_m01):
@@ -429,8 +574,15 @@ def m05(theta_m01):
         shm = allreduce_data("m05 shm", topo, ranks(t), s, b, "shm")
         base = allreduce_data("m05 plain", plain_off, ranks(t), s, b, "plain")
         where = "SYS" if len(ranks(t)) > 2 else "NODE"
-        row(f"m05 {where} P2P off x{len(ranks(t))}", "NV4 pair table", f"{where} table (SHM)", errors(theta, nvd),
-            errors(theta, shm), errors(theta, base), "degraded container runs (file's CAUTION)")
+        row(
+            f"m05 {where} P2P off x{len(ranks(t))}",
+            "NV4 pair table",
+            f"{where} table (SHM)",
+            errors(theta, nvd),
+            errors(theta, shm),
+            errors(theta, base),
+            "degraded container runs (file's CAUTION)",
+        )
 
 
 def main():
@@ -447,13 +599,21 @@ def main():
         print("| " + " | ".join(r) + " |")
     print("\nFitted values (GB/s for bandwidths and budgets, us for overheads, efficiency in (0, 1))\n")
     for name, values in FITTED:
-        show = lambda n, v: f"{n} {v * 1e6:.2f} us" if n.startswith("overhead") else \
-            f"{n} eff {np.exp(-v):.3f}" if n.startswith("ineff") else \
-            f"{n} {v / 1024:.0f} KiB/step" if n == "hand-over" else f"{n} {v / GB:.1f}"
+        show = lambda n, v: (
+            f"{n} {v * 1e6:.2f} us"
+            if n.startswith("overhead")
+            else f"{n} eff {np.exp(-v):.3f}"
+            if n.startswith("ineff")
+            else f"{n} {v / 1024:.0f} KiB/step"
+            if n == "hand-over"
+            else f"{n} {v / GB:.1f}"
+        )
         print(f"- {name}: " + ", ".join(show(n, v) for n, v in values.items()))
     print("\nm04: no trace in netsim/data/traces (nothing to predict).")
-    print("\nm01 all_reduce with P2P off (no measurement in the repository; the reviewers' check: "
-          "~1/3 above 8.2-9.5 GB/s, i.e. ~12-14 GB/s)\n")
+    print(
+        "\nm01 all_reduce with P2P off (no measurement in the repository; the reviewers' check: "
+        "~1/3 above 8.2-9.5 GB/s, i.e. ~12-14 GB/s)\n"
+    )
     print("| size (B) | SHM transport | cudaMemcpy staging on every flow | P2P-on alpha-beta |")
     print("|---|---|---|---|")
     for s, a, b, c in m01_off:

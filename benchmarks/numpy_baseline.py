@@ -35,8 +35,11 @@ def numpy_simulate(compiled: netsim.Compiled) -> np.ndarray:
     route = np.asarray(compiled.program.route)[: compiled.n_flows]
     size = np.asarray(compiled.program.size)[: compiled.n_flows]
     release = np.asarray(compiled.program.release)[: compiled.n_flows]
-    first = release + np.where(route < len(cap), np.append(lat, 0.0)[route], 0.0).sum(1) \
+    first = (
+        release
+        + np.where(route < len(cap), np.append(lat, 0.0)[route], 0.0).sum(1)
         + np.asarray(compiled.program.overhead)[: compiled.n_flows]
+    )
     left = size.copy()
     finish = np.full(len(size), np.inf)
     t = 0.0
@@ -45,8 +48,10 @@ def numpy_simulate(compiled: netsim.Compiled) -> np.ndarray:
         rate = classic_maxmin(cap, route, moving)
         with np.errstate(divide="ignore"):
             t_done = np.where(moving, t + left / np.where(rate > 0, rate, np.nan), np.inf)
-        t_next = min(np.nanmin(np.where(moving, t_done, np.inf)),
-                     np.min(np.where(~moving & np.isinf(finish), first, np.inf)))
+        t_next = min(
+            np.nanmin(np.where(moving, t_done, np.inf)),
+            np.min(np.where(~moving & np.isinf(finish), first, np.inf)),
+        )
         left = np.where(moving, left - rate * (t_next - t), left)
         done = moving & (t_done <= t_next * (1 + 1e-12))
         finish[done] = t_next

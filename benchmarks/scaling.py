@@ -50,10 +50,17 @@ def one(topology: str, n_flows: int, tolerance: float, out: str) -> None:
     result = netsim.simulate(scenario, tolerance=tolerance)
     wall = time.perf_counter() - t0
     np.save(out + ".npy", result.flow_finish)
-    figures = {"wall_s": wall, "build_s": t_built - t0, "simulate_s": result.wall_time, "events": result.events,
-               "merged": result.merged, "rounds": result.rounds, "makespan": result.makespan,
-               "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               "device": jax.devices()[0].device_kind}
+    figures = {
+        "wall_s": wall,
+        "build_s": t_built - t0,
+        "simulate_s": result.wall_time,
+        "events": result.events,
+        "merged": result.merged,
+        "rounds": result.rounds,
+        "makespan": result.makespan,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "device": jax.devices()[0].device_kind,
+    }
     with open(out + ".json", "w") as f:
         json.dump(figures, f)
 
@@ -63,7 +70,9 @@ def main() -> None:
     ap.add_argument("--one", nargs=3, metavar=("TOPOLOGY", "FLOWS", "TOLERANCE"), help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--flows", type=int, nargs="+", default=list(SIZES))
-    ap.add_argument("--topologies", nargs="+", default=["fattree", "leafspine"], choices=["fattree", "leafspine"])
+    ap.add_argument(
+        "--topologies", nargs="+", default=["fattree", "leafspine"], choices=["fattree", "leafspine"]
+    )
     ap.add_argument("--tolerance", type=float, default=1e-2, help="fast mode window (default 1e-2)")
     ap.add_argument("--limit", type=float, default=900, help="seconds before a case is stopped (default 900)")
     ap.add_argument("--json", help="write the table as JSON")
@@ -85,10 +94,19 @@ def main() -> None:
                     cmd = [sys.executable, __file__, "--one", topo, str(n), str(tol), "--out", out]
                     t0 = time.perf_counter()
                     try:
-                        subprocess.run(cmd, check=True, timeout=args.limit, env={**os.environ, "PJRT_NPROC": "1"})
+                        subprocess.run(
+                            cmd, check=True, timeout=args.limit, env={**os.environ, "PJRT_NPROC": "1"}
+                        )
                     except subprocess.TimeoutExpired:
-                        rows.append({"topology": topo, "flows": n, "tolerance": tol, "wall_s": None,
-                                     "note": f"> {args.limit:.0f} s"})
+                        rows.append(
+                            {
+                                "topology": topo,
+                                "flows": n,
+                                "tolerance": tol,
+                                "wall_s": None,
+                                "note": f"> {args.limit:.0f} s",
+                            }
+                        )
                         print(f"{topo:10} {n:>7} tol={tol:<6g} stopped after {args.limit:.0f} s", flush=True)
                         continue
                     with open(out + ".json") as f:
@@ -99,19 +117,34 @@ def main() -> None:
                         exact = finish
                     elif exact is not None:
                         err = np.abs(finish - exact) / exact
-                        row.update(mean_err=float(err.mean()), max_err=float(err.max()),
-                                   makespan_err=float(abs(finish.max() - exact.max()) / exact.max()))
+                        row.update(
+                            mean_err=float(err.mean()),
+                            max_err=float(err.max()),
+                            makespan_err=float(abs(finish.max() - exact.max()) / exact.max()),
+                        )
                     rows.append(row)
-                    extra = (f"  err mean {row['mean_err']:.2%} max {row['max_err']:.2%} makespan "
-                             f"{row['makespan_err']:.3%}") if "mean_err" in row else ""
-                    print(f"{topo:10} {n:>7} tol={tol:<6g} process {row['process_s']:8.1f} s  simulate "
-                          f"{row['simulate_s']:8.1f} s  events {row['events']:>7}  rounds {row['rounds']:>8}  "
-                          f"peak {row['peak_rss_mib']:7.0f} MiB{extra}", flush=True)
+                    extra = (
+                        (
+                            f"  err mean {row['mean_err']:.2%} max {row['max_err']:.2%} makespan "
+                            f"{row['makespan_err']:.3%}"
+                        )
+                        if "mean_err" in row
+                        else ""
+                    )
+                    print(
+                        f"{topo:10} {n:>7} tol={tol:<6g} process {row['process_s']:8.1f} s  simulate "
+                        f"{row['simulate_s']:8.1f} s  events {row['events']:>7}  rounds {row['rounds']:>8}  "
+                        f"peak {row['peak_rss_mib']:7.0f} MiB{extra}",
+                        flush=True,
+                    )
     print("\ngrowth exponents (slope of log process time over log flows):")
     for topo in args.topologies:
         for tol in (0.0, args.tolerance):
-            pts = [(r["flows"], r["process_s"]) for r in rows
-                   if r["topology"] == topo and r["tolerance"] == tol and r.get("wall_s")]
+            pts = [
+                (r["flows"], r["process_s"])
+                for r in rows
+                if r["topology"] == topo and r["tolerance"] == tol and r.get("wall_s")
+            ]
             if len(pts) >= 2:
                 x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
                 print(f"  {topo:10} tol={tol:<6g} {np.polyfit(x, y, 1)[0]:.2f}  ({len(pts)} sizes)")

@@ -67,9 +67,15 @@ def run_in_process(scenarios: Sequence[Scenario]) -> tuple[list[dict[str, float]
     for i, sc in enumerate(scenarios):
         _check(sc, f"scenarios[{i}]")
     engine = simgrid.Engine(["netsim-peer", "--log=root.thres:critical"])
-    for cfg in ("network/model:CM02", "network/TCP-gamma:0", "network/crosstraffic:0",
-                "network/latency-factor:1", "network/bandwidth-factor:1", "network/weight-S:0",
-                f"precision/timing:{TIMING_PRECISION}"):
+    for cfg in (
+        "network/model:CM02",
+        "network/TCP-gamma:0",
+        "network/crosstraffic:0",
+        "network/latency-factor:1",
+        "network/bandwidth-factor:1",
+        "network/weight-S:0",
+        f"precision/timing:{TIMING_PRECISION}",
+    ):
         simgrid.Engine.set_config(cfg)
 
     t0 = time.perf_counter()
@@ -92,8 +98,9 @@ def run_in_process(scenarios: Sequence[Scenario]) -> tuple[list[dict[str, float]
                     hosts[name] = zone.add_host(f"s{si}/{name}", 1.0)
             if (src, dst) not in routed:
                 routed[src, dst] = flow.route
-                zone.add_route(hosts[src], hosts[dst], [simgrid.LinkInRoute(links[lid]) for lid in flow.route],
-                               False)
+                zone.add_route(
+                    hosts[src], hosts[dst], [simgrid.LinkInRoute(links[lid]) for lid in flow.route], False
+                )
             plan.append((si, flow, hosts[src], hosts[dst], _release_offset(sc, flow, latency)))
         zone.seal()
     root.seal()
@@ -164,7 +171,9 @@ def run_in_process(scenarios: Sequence[Scenario]) -> tuple[list[dict[str, float]
     return finish, wall
 
 
-def run(scenarios: Sequence[Scenario], *, timeout: float | None = None) -> tuple[list[dict[str, float]], float]:
+def run(
+    scenarios: Sequence[Scenario], *, timeout: float | None = None
+) -> tuple[list[dict[str, float]], float]:
     """Like `run_in_process`, in a child process (SimGrid's engine cannot be created twice)."""
     with tempfile.TemporaryDirectory() as tmp:
         src, out = os.path.join(tmp, "in.json"), os.path.join(tmp, "out.json")

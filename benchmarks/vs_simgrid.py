@@ -56,8 +56,10 @@ EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
 def routed(scenario: Scenario) -> Scenario:
     """The scenario with every flow's route written out (SimGrid routes per host pair, given)."""
     routes = netsim.compile_scenario(scenario).routes
-    return dataclasses.replace(scenario, flows=tuple(
-        dataclasses.replace(f, route=r) for f, r in zip(scenario.flows, routes, strict=True)))
+    return dataclasses.replace(
+        scenario,
+        flows=tuple(dataclasses.replace(f, route=r) for f, r in zip(scenario.flows, routes, strict=True)),
+    )
 
 
 def pcie_ring() -> Scenario:
@@ -73,8 +75,10 @@ def leaf_spine_permutation(seed: int = 0) -> Scenario:
         perm = rng.permutation(len(hosts))
         if np.all(perm != np.arange(len(hosts))):
             break
-    flows = [Flow(f"p{i}", hosts[i], hosts[j], 16 * 2**20, route=topo.route(hosts[i], hosts[j]))
-             for i, j in enumerate(perm)]
+    flows = [
+        Flow(f"p{i}", hosts[i], hosts[j], 16 * 2**20, route=topo.route(hosts[i], hosts[j]))
+        for i, j in enumerate(perm)
+    ]
     return topo.scenario(flows, name="leafspine64_permutation")
 
 
@@ -85,8 +89,10 @@ def fat_tree_random(n_flows: int, seed: int = 0) -> Scenario:
     rng = np.random.default_rng(seed)
     pairs = [rng.choice(len(hosts), 2, replace=False) for _ in range(n_flows)]
     sizes = np.round(rng.uniform(1, 64, n_flows) * 2**20)  # whole bytes (SimGrid's unit)
-    flows = [Flow(f"f{i}", hosts[a], hosts[b], float(s), route=topo.route(hosts[a], hosts[b]))
-             for i, ((a, b), s) in enumerate(zip(pairs, sizes, strict=True))]
+    flows = [
+        Flow(f"f{i}", hosts[a], hosts[b], float(s), route=topo.route(hosts[a], hosts[b]))
+        for i, ((a, b), s) in enumerate(zip(pairs, sizes, strict=True))
+    ]
     return topo.scenario(flows, name=f"fattree16_{n_flows}flows")
 
 
@@ -141,8 +147,13 @@ def single(case: str, scenario: Scenario, use_simgrid: bool) -> Row:
 
 def batch(case: str, scenario: Scenario, n: int, use_simgrid: bool, seed: int = 0) -> Row:
     """n what-ifs: every link's bandwidth times an independent draw from [0.5, 2] (log-uniform)."""
-    sweep = Sweep(scenario, [LinkBandwidth("bw", scale_range=(0.5, 2.0), log=True, independent=True)],
-                  samples=n, seed=seed, outputs=["flow_finish"])
+    sweep = Sweep(
+        scenario,
+        [LinkBandwidth("bw", scale_range=(0.5, 2.0), log=True, independent=True)],
+        samples=n,
+        seed=seed,
+        outputs=["flow_finish"],
+    )
     t0 = time.perf_counter()
     sweep.run(progress=False)  # pays the jit compile
     first = time.perf_counter() - t0
@@ -163,49 +174,74 @@ def batch(case: str, scenario: Scenario, n: int, use_simgrid: bool, seed: int = 
         # engine slows down with many zones, so grouping does not help it)
         finish, grouped = [], 0.0
         for g in range(0, n, GROUP):
-            part, wall = simgrid_peer.run(scenarios[g:g + GROUP])
+            part, wall = simgrid_peer.run(scenarios[g : g + GROUP])
             finish += part
             grouped += wall
         singles = [simgrid_peer.run([scenarios[p]])[1] for p in range(min(SINGLES, n))]
         sg_s = min(grouped / n, float(np.mean(singles)))
-        print(f"  SimGrid s/scenario: {grouped / n:.4g} in groups of {GROUP}, {np.mean(singles):.4g} alone "
-              f"(mean of {len(singles)})", flush=True)
+        print(
+            f"  SimGrid s/scenario: {grouped / n:.4g} in groups of {GROUP}, {np.mean(singles):.4g} alone "
+            f"(mean of {len(singles)})",
+            flush=True,
+        )
         err = max(max_rel_err(result.flow_ids, result.flow_finish[p], finish[p]) for p in range(n))
-    return Row(case, len(scenario.flows), len(scenario.links), n, seconds / n, first - seconds, sg_s, err,
-               int(result.events.sum()))
+    return Row(
+        case,
+        len(scenario.flows),
+        len(scenario.links),
+        n,
+        seconds / n,
+        first - seconds,
+        sg_s,
+        err,
+        int(result.events.sum()),
+    )
 
 
 def table(rows: list[Row]) -> str:
-    head = (f"{'case':<34}{'flows':>7}{'links':>7}{'batch':>6}{'netsim s/scen':>15}{'jit s':>8}"
-            f"{'SimGrid s/scen':>16}{'speedup':>9}{'max rel err':>13}  agree")
+    head = (
+        f"{'case':<34}{'flows':>7}{'links':>7}{'batch':>6}{'netsim s/scen':>15}{'jit s':>8}"
+        f"{'SimGrid s/scen':>16}{'speedup':>9}{'max rel err':>13}  agree"
+    )
     lines = [head, "-" * len(head)]
     for r in rows:
         sg = f"{r.simgrid_s:>16.4g}" if r.simgrid_s is not None else f"{'-':>16}"
         ratio = f"{r.ratio:>8.3g}x" if r.ratio is not None else f"{'-':>9}"
         err = f"{r.max_rel_err:>13.2e}" if r.max_rel_err is not None else f"{'-':>13}"
         ok = "-" if r.max_rel_err is None else ("yes" if r.max_rel_err <= RTOL else "NO")
-        lines.append(f"{r.case:<34}{r.flows:>7}{r.links:>7}{r.batch:>6}{r.netsim_s:>15.4g}{r.netsim_compile_s:>8.3g}"
-                     f"{sg}{ratio}{err}  {ok}")
+        lines.append(
+            f"{r.case:<34}{r.flows:>7}{r.links:>7}{r.batch:>6}{r.netsim_s:>15.4g}{r.netsim_compile_s:>8.3g}"
+            f"{sg}{ratio}{err}  {ok}"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batch", type=int, default=1024, help="what-ifs per batch case (default 1024)")
-    ap.add_argument("--fat-tree", default="1000,10000,20000", help="flow counts of the scale series ('' skips)")
+    ap.add_argument(
+        "--fat-tree", default="1000,10000,20000", help="flow counts of the scale series ('' skips)"
+    )
     ap.add_argument("--no-simgrid", action="store_true", help="netsim only")
     ap.add_argument("--skip-small", action="store_true", help="only the fat-tree scale series")
     ap.add_argument("--json", help="write the rows as JSON here")
-    ap.add_argument("--cpu-threads", type=int, help="XLA CPU threads, 0 = one per core (default: XLA's, one per "
-                    "core; `netsim run` uses 1, `netsim sweep` one per core)")
+    ap.add_argument(
+        "--cpu-threads",
+        type=int,
+        help="XLA CPU threads, 0 = one per core (default: XLA's, one per "
+        "core; `netsim run` uses 1, `netsim sweep` one per core)",
+    )
     args = ap.parse_args(argv)
     if args.cpu_threads is not None:
         set_cpu_threads(args.cpu_threads)
     use_simgrid = not args.no_simgrid and importlib.util.find_spec("simgrid") is not None
     if not use_simgrid and not args.no_simgrid:
         print("SimGrid is not installed (benchmarks/install_simgrid.sh): netsim times only", file=sys.stderr)
-    print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs, XLA CPU "
-          f"threads: {cpu_threads_label()}", flush=True)
+    print(
+        f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs, XLA CPU "
+        f"threads: {cpu_threads_label()}",
+        flush=True,
+    )
     rows: list[Row] = []
 
     def emit(row: Row) -> None:
@@ -226,8 +262,14 @@ def main(argv=None) -> int:
     print(table(rows))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"device": jax.devices()[0].device_kind, "rows": [
-                {**dataclasses.asdict(r), "ratio": r.ratio} for r in rows]}, f, indent=1)
+            json.dump(
+                {
+                    "device": jax.devices()[0].device_kind,
+                    "rows": [{**dataclasses.asdict(r), "ratio": r.ratio} for r in rows],
+                },
+                f,
+                indent=1,
+            )
     bad = [r.case for r in rows if r.max_rel_err is not None and r.max_rel_err > RTOL]
     if bad:
         print(f"DISAGREE beyond {RTOL}: {bad}", file=sys.stderr)

@@ -26,8 +26,11 @@ from ._traces import NcclTable, P2PMatrix, Trace
 __all__ = ["Calibration", "calibrate", "experiments_from_trace", "ranks_of", "refusal"]
 
 #: GPU model names as traces print them ("NVIDIA GeForce RTX 4090", "DGX A100", "A40, NVLink pair")
-_MODEL = re.compile(r"\b(A100|A800|A40|A30|A10G?|H100|H200|H800|B200|V100|P100|T4|L4|L40S?|TITAN ?RTX|"
-                    r"RTX ?\d{4}(?: ?Ti)?|MI\d{3}X?)\b", re.IGNORECASE)
+_MODEL = re.compile(
+    r"\b(A100|A800|A40|A30|A10G?|H100|H200|H800|B200|V100|P100|T4|L4|L40S?|TITAN ?RTX|"
+    r"RTX ?\d{4}(?: ?Ti)?|MI\d{3}X?)\b",
+    re.IGNORECASE,
+)
 #: trace notes saying P2P did not work on the machine
 _NO_P2P = re.compile(r"P2P (?:is )?not (?:available|supported)|P2P unsupported", re.IGNORECASE)
 
@@ -46,8 +49,10 @@ def refusal(table: NcclTable | P2PMatrix, topo: Topology, where: str = "") -> st
         names = " ".join(d.name for d in table.devices) or label
         seen = _models(names)
         if seen and _models(topo.device) - seen:
-            return (f"{where} ({label.strip() or 'no title'}): measured on {', '.join(sorted(seen))}, but topology "
-                    f"{topo.name!r} has {topo.device} GPUs (another machine: not simulated)")
+            return (
+                f"{where} ({label.strip() or 'no title'}): measured on {', '.join(sorted(seen))}, but topology "
+                f"{topo.name!r} has {topo.device} GPUs (another machine: not simulated)"
+            )
     n, gpus = (table.n_gpus if isinstance(table, NcclTable) else table.n), topo.gpus()
     if n > len(gpus):
         return f"{where}: {n} GPUs, but topology {topo.name!r} has {len(gpus)}"
@@ -77,11 +82,18 @@ def ranks_of(table: NcclTable, topo: Topology) -> tuple[str, ...]:
     return tuple(topo.gpus()[i] for i in index)
 
 
-def experiments_from_trace(trace: Trace, spec: Spec, topo: Topology, *, staged: Topology | None = None,
-                           group: str = "out-of-place", kinds: Sequence[str] = ("collective", "unidirectional",
-                                                                                 "bidirectional", "latency"),
-                           p2p: bool | None = None, routes: str = "auto",
-                           notes: list[str] | None = None) -> list[Experiment]:
+def experiments_from_trace(
+    trace: Trace,
+    spec: Spec,
+    topo: Topology,
+    *,
+    staged: Topology | None = None,
+    group: str = "out-of-place",
+    kinds: Sequence[str] = ("collective", "unidirectional", "bidirectional", "latency"),
+    p2p: bool | None = None,
+    routes: str = "auto",
+    notes: list[str] | None = None,
+) -> list[Experiment]:
     """Every table of `trace` that netsim can simulate on `topo`, as experiments.
 
     Tables measured on another machine, or on GPUs the topology lacks, are refused (see `refusal`);
@@ -138,9 +150,14 @@ def experiments_from_trace(trace: Trace, spec: Spec, topo: Topology, *, staged: 
                 why = "; ".join(p.split(": ", 1)[-1] for p in t.problems[:3]) or "time not positive"
                 say(f"{where}: left out {int((~keep).sum())} of {keep.size} points ({why})")
             name = f"{where} {t.op} x{len(ranks)}" + ("" if direct else " P2P off")
-            out.append(collective_experiment(spec, topo if direct else staged, t.op, ranks, t.size[keep], times[keep],
-                                             name=name))
-        elif isinstance(t, P2PMatrix) and t.kind in kinds and t.kind != "connectivity" and p2p in (None, t.p2p):
+            out.append(
+                collective_experiment(
+                    spec, topo if direct else staged, t.op, ranks, t.size[keep], times[keep], name=name
+                )
+            )
+        elif (
+            isinstance(t, P2PMatrix) and t.kind in kinds and t.kind != "connectivity" and p2p in (None, t.p2p)
+        ):
             if t.kind == "latency" and t.clock != "gpu":
                 continue  # the CPU-clock latency includes the host's launch and timer costs
             why = refusal(t, topo, where)
@@ -157,7 +174,9 @@ def experiments_from_trace(trace: Trace, spec: Spec, topo: Topology, *, staged: 
                 continue
             route = lambda i, j, d=direct: (topo if d[i, j] else staged).route(gpus[i], gpus[j])
             mode = "P2P on" if t.p2p else "P2P off"
-            out.append(p2p_experiment(spec, topo, t.kind, t.values, name=f"{where} {t.kind} {mode}", route=route))
+            out.append(
+                p2p_experiment(spec, topo, t.kind, t.values, name=f"{where} {t.kind} {mode}", route=route)
+            )
     return out
 
 
@@ -187,12 +206,26 @@ class Calibration:
 
     def values(self) -> dict:
         """JSON-able parameter values, citing the traces they came from."""
-        return {"sources": list(self.sources), **self.params.to_values(self.spec),
-                "fit": {e.name: {"mean_error": e.mean_error, "max_error": e.max_error} for e in self.report.experiments}}
+        return {
+            "sources": list(self.sources),
+            **self.params.to_values(self.spec),
+            "fit": {
+                e.name: {"mean_error": e.mean_error, "max_error": e.max_error}
+                for e in self.report.experiments
+            },
+        }
 
 
-def calibrate(traces: Sequence[Trace], topo: Topology, *, staged: Topology | None = None, spec: Spec | None = None,
-              start: Params | None = None, freeze: Freeze | None = None, **fit_kwargs) -> Calibration:
+def calibrate(
+    traces: Sequence[Trace],
+    topo: Topology,
+    *,
+    staged: Topology | None = None,
+    spec: Spec | None = None,
+    start: Params | None = None,
+    freeze: Freeze | None = None,
+    **fit_kwargs,
+) -> Calibration:
     """Fits a topology's parameters to every simulable table in `traces`.
 
     With both copies (p2p matrices) and collectives, the fit has two stages: the copies fit the fabric
@@ -215,13 +248,17 @@ def calibrate(traces: Sequence[Trace], topo: Topology, *, staged: Topology | Non
     """
     spec = spec or Spec.for_topology(topo)
     notes: list[str] = []
-    experiments = [e for t in traces for e in experiments_from_trace(t, spec, topo, staged=staged, notes=notes)]
+    experiments = [
+        e for t in traces for e in experiments_from_trace(t, spec, topo, staged=staged, notes=notes)
+    ]
     progress = fit_kwargs.get("progress", print)
     for line in notes if progress else ():
         progress(line)
     if not experiments:
-        raise ScenarioError(f"calibrate: no table in {[t.source for t in traces]} can be simulated"
-                            + "".join(f"\n  {line}" for line in notes))
+        raise ScenarioError(
+            f"calibrate: no table in {[t.source for t in traces]} can be simulated"
+            + "".join(f"\n  {line}" for line in notes)
+        )
     counts = {e.n_ranks for e in experiments if e.kind == "collective"}
     if freeze is None:
         freeze = {"log_inefficiency": [spec.regimes.index("LL")] if "LL" in spec.regimes else []}

@@ -26,8 +26,19 @@ from netsim import BatchRun, ScenarioError, SimulationError
 from ._model import Batch, Experiment, Params, batches, simulate
 from ._model import times as simulated_times
 
-__all__ = ["ExperimentReport", "FitReport", "FitResult", "alpha_beta_fit", "compare", "evaluate", "fit",
-           "format_bytes", "free_indices", "plot_fit", "report"]
+__all__ = [
+    "ExperimentReport",
+    "FitReport",
+    "FitResult",
+    "alpha_beta_fit",
+    "compare",
+    "evaluate",
+    "fit",
+    "format_bytes",
+    "free_indices",
+    "plot_fit",
+    "report",
+]
 
 _OPTIM = optax.inject_hyperparams(optax.adam)(learning_rate=1e-2)
 
@@ -48,7 +59,9 @@ def _step(params: Params, opt_state, batches: tuple[Batch, ...], free: tuple[jax
         return jnp.log(simulated_times(p, b, state)) - jnp.log(b.measured), (state.status, state.events)
 
     for batch, idx in zip(batches, free, strict=True):
-        tangents = jnp.zeros((idx.shape[0], flat.shape[0]), flat.dtype).at[jnp.arange(idx.shape[0]), idx].set(1.0)
+        tangents = (
+            jnp.zeros((idx.shape[0], flat.shape[0]), flat.dtype).at[jnp.arange(idx.shape[0]), idx].set(1.0)
+        )
         jvp = lambda v, b=batch: jax.jvp(lambda x: residuals(x, b), (flat,), (v,), has_aux=True)
         r, jac, (status, events) = jax.vmap(jvp, out_axes=(None, 0, None))(tangents)
         value = value + jnp.sum(batch.weight * r**2)
@@ -101,14 +114,26 @@ def free_indices(params: Params, freeze: Freeze = ()) -> np.ndarray:
             held[np.asarray(list(rule), int)] = True
         mask.append(held)
     if items:
-        raise ScenarioError(f"freeze: unknown parameter(s) {sorted(items)}; known: "
-                            f"{[f.name for f in dataclasses.fields(params)]}")
+        raise ScenarioError(
+            f"freeze: unknown parameter(s) {sorted(items)}; known: "
+            f"{[f.name for f in dataclasses.fields(params)]}"
+        )
     return np.flatnonzero(~np.concatenate(mask)).astype(np.int32)
 
 
-def fit(params: Params, experiments: Sequence[Experiment], *, steps: int = 500, learning_rate: float = 0.05,
-        freeze: Freeze = (), patience: int = 50, tol: float = 1e-4, target: float = 0.0,
-        progress: Callable[[str], None] | None = print, log_every: int = 50) -> FitResult:
+def fit(
+    params: Params,
+    experiments: Sequence[Experiment],
+    *,
+    steps: int = 500,
+    learning_rate: float = 0.05,
+    freeze: Freeze = (),
+    patience: int = 50,
+    tol: float = 1e-4,
+    target: float = 0.0,
+    progress: Callable[[str], None] | None = print,
+    log_every: int = 50,
+) -> FitResult:
     """Fits `params` to `experiments` with Adam, from the given start.
 
     Args:
@@ -126,7 +151,10 @@ def fit(params: Params, experiments: Sequence[Experiment], *, steps: int = 500, 
         raise ScenarioError("fit: no experiments to fit")
     laid, where = batches(experiments)
     schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.01)
-    with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):  # optax.adam fails under strict promotion
+    with (
+        jax.enable_x64(True),
+        jax.numpy_dtype_promotion("standard"),
+    ):  # optax.adam fails under strict promotion
         params = jax.tree.map(jnp.asarray, params)
         mask = np.zeros(ravel_pytree(params)[0].shape[0], bool)
         mask[free_indices(params, freeze)] = True
@@ -164,16 +192,26 @@ def fit(params: Params, experiments: Sequence[Experiment], *, steps: int = 500, 
             params = new
         best_times = np.asarray(jax.device_get(best_times))
     if progress:
-        progress(f"{stopped} after {len(history)} steps: loss {best_loss:.3e} "
-                 f"(rms log-time error {math.sqrt(best_loss):.2%})")
-        if stopped == "max_steps" and steps > 1 and last_gain >= len(history) - max(2, min(patience, steps // 10)):
-            progress(f"warning: stopped at the step limit ({steps}) with the loss still falling; "
-                     "more steps may fit better")
+        progress(
+            f"{stopped} after {len(history)} steps: loss {best_loss:.3e} "
+            f"(rms log-time error {math.sqrt(best_loss):.2%})"
+        )
+        if (
+            stopped == "max_steps"
+            and steps > 1
+            and last_gain >= len(history) - max(2, min(patience, steps // 10))
+        ):
+            progress(
+                f"warning: stopped at the step limit ({steps}) with the loss still falling; "
+                "more steps may fit better"
+            )
     simulated = _split(laid, where, best_times)
     return FitResult(jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated)
 
 
-def evaluate(params: Params, experiments: Sequence[Experiment], *, freeze: Freeze = ()) -> tuple[float, tuple]:
+def evaluate(
+    params: Params, experiments: Sequence[Experiment], *, freeze: Freeze = ()
+) -> tuple[float, tuple]:
     """(loss, simulated times per experiment) at `params`, through the fit's compiled step: called with
     the experiments and `freeze` of a fit, it reuses that fit's compile."""
     res = fit(params, experiments, steps=1, learning_rate=0.0, freeze=freeze, progress=None)
@@ -182,7 +220,7 @@ def evaluate(params: Params, experiments: Sequence[Experiment], *, freeze: Freez
 
 def _split(laid, where, times: np.ndarray) -> tuple[np.ndarray, ...]:
     offsets = np.cumsum([0] + [b.n_points for b in laid])
-    return tuple(times[offsets[k] + lo: offsets[k] + hi] for k, lo, hi in where)
+    return tuple(times[offsets[k] + lo : offsets[k] + hi] for k, lo, hi in where)
 
 
 def _check(out, laid, where, experiments) -> None:
@@ -257,8 +295,10 @@ class FitReport:
         width = max([len("experiment")] + [len(e.name) for e in self.experiments])
         lines = [f"{'experiment':<{width}}  {'quantity':>9} {'points':>6} {'mean err':>9} {'max err':>9}"]
         for e in self.experiments:
-            lines.append(f"{e.name:<{width}}  {e.quantity:>9} {len(e.labels):>6} {e.mean_error:>9.2%} "
-                         f"{e.max_error:>9.2%}")
+            lines.append(
+                f"{e.name:<{width}}  {e.quantity:>9} {len(e.labels):>6} {e.mean_error:>9.2%} "
+                f"{e.max_error:>9.2%}"
+            )
             if points:
                 lines += ["    " + line for line in e.table()]
         return "\n".join(lines)
@@ -293,8 +333,13 @@ def format_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def plot_fit(rep: FitReport, path: str | os.PathLike, *, baselines: Mapping[str, Mapping[str, np.ndarray]] = {},
-             title: str = "") -> None:
+def plot_fit(
+    rep: FitReport,
+    path: str | os.PathLike,
+    *,
+    baselines: Mapping[str, Mapping[str, np.ndarray]] = {},
+    title: str = "",
+) -> None:
     """Saves busbw vs size, measured (markers) and simulated (lines), for every collective in `rep`.
 
     baselines: experiment name -> {label: simulated busbw per point} drawn dashed (e.g. alpha-beta).
@@ -312,11 +357,21 @@ def plot_fit(rep: FitReport, path: str | os.PathLike, *, baselines: Mapping[str,
     for ax, e in zip(axes[0], colls, strict=True):
         size = np.asarray(e.labels, float)
         ax.plot(size, e.measured / 1e9, "o", color="black", label="measured")
-        ax.plot(size, e.simulated / 1e9, "-", color="tab:blue",
-                label=f"netsim (mean {e.mean_error:.1%}, max {e.max_error:.1%})")
+        ax.plot(
+            size,
+            e.simulated / 1e9,
+            "-",
+            color="tab:blue",
+            label=f"netsim (mean {e.mean_error:.1%}, max {e.max_error:.1%})",
+        )
         for label, values in baselines.get(e.name, {}).items():
             err = np.abs(np.asarray(values) / e.measured - 1)
-            ax.plot(size, np.asarray(values) / 1e9, "--", label=f"{label} (mean {err.mean():.1%}, max {err.max():.1%})")
+            ax.plot(
+                size,
+                np.asarray(values) / 1e9,
+                "--",
+                label=f"{label} (mean {err.mean():.1%}, max {err.max():.1%})",
+            )
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: format_bytes(x)))
         ax.set_xlabel("size")
@@ -339,7 +394,9 @@ def alpha_beta_fit(sizes, times, *, iterations: int = 100) -> tuple[float, float
     Returns (alpha s, beta bytes/s, fitted times).
     """
     s, t = np.asarray(sizes, float), np.asarray(times, float)
-    x = np.array([np.log(t.min()), np.log(s.max() / t.max())])  # start: latency-bound small, bandwidth-bound large
+    x = np.array(
+        [np.log(t.min()), np.log(s.max() / t.max())]
+    )  # start: latency-bound small, bandwidth-bound large
     for _ in range(iterations):
         a, b = np.exp(x)
         model = a + s / b

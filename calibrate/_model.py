@@ -33,8 +33,20 @@ from netsim.topology import CollectiveCosts, Regime, Topology, link_class, regim
 from netsim.topology import regime_weights as topology_regime_weights
 from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
-__all__ = ["Batch", "Experiment", "Params", "Spec", "batches", "collective_experiment", "initial_values", "lay_out",
-           "p2p_experiment", "predict", "simulate", "software"]
+__all__ = [
+    "Batch",
+    "Experiment",
+    "Params",
+    "Spec",
+    "batches",
+    "collective_experiment",
+    "initial_values",
+    "lay_out",
+    "p2p_experiment",
+    "predict",
+    "simulate",
+    "software",
+]
 
 #: builders of the collectives nccl-tests measures, by nccl-tests' name (without "_perf")
 COLLECTIVES = {"all_reduce": allreduce, "all_gather": allgather, "reduce_scatter": reducescatter}
@@ -61,8 +73,13 @@ class Spec:
     classify: Callable[[Topology, str], str] = link_class
 
     @classmethod
-    def for_topology(cls, topo: Topology, *, regimes: Sequence[str] | None = None,
-                     classify: Callable[[Topology, str], str] = link_class) -> Spec:
+    def for_topology(
+        cls,
+        topo: Topology,
+        *,
+        regimes: Sequence[str] | None = None,
+        classify: Callable[[Topology, str], str] = link_class,
+    ) -> Spec:
         """The link classes found in `topo` (first-seen order), its shared resources, and its software
         model's regimes (default LL and Simple)."""
         classes = tuple(dict.fromkeys(classify(topo, link.id) for link in topo.links))
@@ -109,14 +126,18 @@ class Params(eqx.Module):
         classes = v["link_classes"]
         shared = v["shared"]
         regimes = v["regimes"]
-        missing = [c for c in spec.link_classes if c not in classes] + [s for s in spec.shared if s not in shared]
+        missing = [c for c in spec.link_classes if c not in classes] + [
+            s for s in spec.shared if s not in shared
+        ]
         missing += [r for r in spec.regimes if r not in regimes]
         if missing:
             raise ScenarioError(f"parameters: no value for {missing}")
         r = [regimes[name] for name in spec.regimes]
         for name, regime in zip(spec.regimes, r, strict=True):
             if not 0 < regime["efficiency"] < 1:
-                raise ScenarioError(f"regimes.{name}.efficiency: must be in (0, 1), got {regime['efficiency']!r}")
+                raise ScenarioError(
+                    f"regimes.{name}.efficiency: must be in (0, 1), got {regime['efficiency']!r}"
+                )
         log = lambda xs: np.log(np.asarray(xs, dtype=np.float64))
         return cls(
             log_bandwidth=log([classes[c]["bandwidth"] for c in spec.link_classes]),
@@ -128,7 +149,8 @@ class Params(eqx.Module):
             log_width=log(v["width"]),
             log_launch=log(max(v["launch"], 1e-15)),
             log_copy_overhead=log(max(v["copy_overhead"], 1e-15)),
-            log_staged_overhead=log(max(v["staged_overhead"], 1e-15)))
+            log_staged_overhead=log(max(v["staged_overhead"], 1e-15)),
+        )
 
     @classmethod
     def from_topology(cls, spec: Spec, topo: Topology) -> Params:
@@ -142,10 +164,14 @@ class Params(eqx.Module):
         over, eff = f(self.log_overhead), [float(np.exp(-v)) for v in f(self.log_inefficiency)]
         thr = [*f(self.log_threshold), None]
         return {
-            "link_classes": {c: {"bandwidth": bw[i], "latency": lat[i]} for i, c in enumerate(spec.link_classes)},
+            "link_classes": {
+                c: {"bandwidth": bw[i], "latency": lat[i]} for i, c in enumerate(spec.link_classes)
+            },
             "shared": {s: shared[i] for i, s in enumerate(spec.shared)},
-            "regimes": {r: {"overhead": over[i], "efficiency": eff[i], "up_to": thr[i]}
-                        for i, r in enumerate(spec.regimes)},
+            "regimes": {
+                r: {"overhead": over[i], "efficiency": eff[i], "up_to": thr[i]}
+                for i, r in enumerate(spec.regimes)
+            },
             "width": float(np.exp(self.log_width)),
             "launch": float(np.exp(self.log_launch)),
             "copy_overhead": float(np.exp(self.log_copy_overhead)),
@@ -156,7 +182,9 @@ class Params(eqx.Module):
 def software(spec: Spec, params: Params) -> CollectiveCosts:
     """The collective software model of `params`, as a calibrated Topology carries it."""
     v = params.to_values(spec)
-    regimes = tuple(Regime(name, r["overhead"], r["efficiency"], r["up_to"]) for name, r in v["regimes"].items())
+    regimes = tuple(
+        Regime(name, r["overhead"], r["efficiency"], r["up_to"]) for name, r in v["regimes"].items()
+    )
     return CollectiveCosts(regimes, v["width"], v["launch"], v["copy_overhead"], v["staged_overhead"])
 
 
@@ -176,9 +204,13 @@ def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | 
             if c in per_class:
                 per_class[c].append((link.bandwidth, link.latency))
     # Latencies start at 100 ns where the topology has none: in log space a zero start has no gradient.
-    classes = {c: {"bandwidth": float(np.mean([b for b, _ in v])) if v else 25e9,
-                   "latency": float(np.mean([x for _, x in v])) if v and np.mean([x for _, x in v]) > 0 else 1e-7}
-               for c, v in per_class.items()}
+    classes = {
+        c: {
+            "bandwidth": float(np.mean([b for b, _ in v])) if v else 25e9,
+            "latency": float(np.mean([x for _, x in v])) if v and np.mean([x for _, x in v]) > 0 else 1e-7,
+        }
+        for c, v in per_class.items()
+    }
     have = {} if topo is None else {r.id: r.capacity for r in topo.shared}
     shared = {s: float(have.get(s, 25e9)) for s in spec.shared}
     costs = None if topo is None else topo.software
@@ -189,9 +221,18 @@ def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | 
         regimes = {}
         for i, r in enumerate(spec.regimes):
             over, eff = defaults.get(r, (2e-6 * (i + 1), 0.9))
-            regimes[r] = {"overhead": over, "efficiency": eff,
-                          "up_to": 16384.0 * 4**i if i < len(spec.regimes) - 1 else None}
-        values = {"regimes": regimes, "width": 0.5, "launch": 0.0, "copy_overhead": 1e-6, "staged_overhead": 10e-6}
+            regimes[r] = {
+                "overhead": over,
+                "efficiency": eff,
+                "up_to": 16384.0 * 4**i if i < len(spec.regimes) - 1 else None,
+            }
+        values = {
+            "regimes": regimes,
+            "width": 0.5,
+            "launch": 0.0,
+            "copy_overhead": 1e-6,
+            "staged_overhead": 10e-6,
+        }
     if launch is not None:
         values["launch"] = launch
     return {"link_classes": classes, "shared": shared, **values}
@@ -264,11 +305,13 @@ class Experiment:
         cls = self.link_class[used[(used >= links.start) & (used < links.stop)] - links.start]
         shr = self.shared_index[used[(used >= shared.start) & (used < shared.stop)] - shared.start]
         staged = np.asarray(self.staged, bool)
-        rules = {"log_bandwidth": np.isin(np.arange(params.log_bandwidth.shape[0]), cls),
-                 "log_latency": np.isin(np.arange(params.log_latency.shape[0]), cls),
-                 "log_shared": np.isin(np.arange(params.log_shared.shape[0]), shr),
-                 "log_copy_overhead": np.array(not self.collective and not staged.all()),
-                 "log_staged_overhead": np.array(not self.collective and bool(staged.any()))}
+        rules = {
+            "log_bandwidth": np.isin(np.arange(params.log_bandwidth.shape[0]), cls),
+            "log_latency": np.isin(np.arange(params.log_latency.shape[0]), cls),
+            "log_shared": np.isin(np.arange(params.log_shared.shape[0]), shr),
+            "log_copy_overhead": np.array(not self.collective and not staged.all()),
+            "log_staged_overhead": np.array(not self.collective and bool(staged.any())),
+        }
         mask = []
         for field in dataclasses.fields(params):
             size = int(np.size(getattr(params, field.name)))
@@ -282,15 +325,18 @@ def _layout(spec: Spec, topo: Topology) -> tuple[np.ndarray, np.ndarray]:
     for link in topo.links:
         name = spec.classify(topo, link.id)
         if name not in index:
-            raise ScenarioError(f"link {link.id!r}: class {name!r} is not in the spec's link classes "
-                                f"{list(spec.link_classes)}")
+            raise ScenarioError(
+                f"link {link.id!r}: class {name!r} is not in the spec's link classes "
+                f"{list(spec.link_classes)}"
+            )
         classes.append(index[name])
     shared = [spec.shared.index(r.id) if r.id in spec.shared else -1 for r in topo.shared]
     return np.asarray(classes, np.int32), np.asarray(shared, np.int32)
 
 
-def collective_experiment(spec: Spec, topo: Topology, op: str, ranks: Sequence[str], sizes, times, *,
-                          name: str = "", weight=None) -> Experiment:
+def collective_experiment(
+    spec: Spec, topo: Topology, op: str, ranks: Sequence[str], sizes, times, *, name: str = "", weight=None
+) -> Experiment:
     """A collective measured at several sizes (nccl-tests' S, bytes) with times (s), ring algorithm.
 
     Args:
@@ -307,16 +353,37 @@ def collective_experiment(spec: Spec, topo: Topology, op: str, ranks: Sequence[s
     sizes, times = np.asarray(sizes, float), np.asarray(times, float)
     if sizes.shape != times.shape or sizes.ndim != 1 or not np.all(sizes > 0) or not np.all(times > 0):
         raise ScenarioError(f"{name or op}: sizes and times must be equal-length positive lists")
-    compiled = tuple(compile_scenario(COLLECTIVES[op](list(ranks), float(s)).workload.scenario(topo)) for s in sizes)
+    compiled = tuple(
+        compile_scenario(COLLECTIVES[op](list(ranks), float(s)).workload.scenario(topo)) for s in sizes
+    )
     cls, shr = _layout(spec, topo)
-    return Experiment(name or f"{op} x{len(ranks)}", "collective", compiled, times, tuple(float(s) for s in sizes),
-                      tuple(float(s) for s in sizes), bus_factor(_KIND[op], len(ranks)), cls, shr,
-                      np.zeros(len(sizes), bool), len(ranks), None if weight is None else np.asarray(weight, float), op)
+    return Experiment(
+        name or f"{op} x{len(ranks)}",
+        "collective",
+        compiled,
+        times,
+        tuple(float(s) for s in sizes),
+        tuple(float(s) for s in sizes),
+        bus_factor(_KIND[op], len(ranks)),
+        cls,
+        shr,
+        np.zeros(len(sizes), bool),
+        len(ranks),
+        None if weight is None else np.asarray(weight, float),
+        op,
+    )
 
 
-def p2p_experiment(spec: Spec, topo: Topology, kind: str, values: np.ndarray, *, name: str = "",
-                   gpus: Sequence[str] | None = None,
-                   route: Callable[[int, int], Sequence[str]] | None = None) -> Experiment:
+def p2p_experiment(
+    spec: Spec,
+    topo: Topology,
+    kind: str,
+    values: np.ndarray,
+    *,
+    name: str = "",
+    gpus: Sequence[str] | None = None,
+    route: Callable[[int, int], Sequence[str]] | None = None,
+) -> Experiment:
     """One p2pBandwidthLatencyTest matrix (SI values), its off-diagonal cells.
 
     Args:
@@ -346,7 +413,10 @@ def p2p_experiment(spec: Spec, topo: Topology, kind: str, values: np.ndarray, *,
             if i == j:
                 continue
             pairs = [(i, j), (j, i)] if kind == "bidirectional" else [(i, j)]
-            flows = [netsim.Flow(f"copy{a}to{b}", gpus[a], gpus[b], size, route=tuple(route(a, b))) for a, b in pairs]
+            flows = [
+                netsim.Flow(f"copy{a}to{b}", gpus[a], gpus[b], size, route=tuple(route(a, b)))
+                for a, b in pairs
+            ]
             compiled.append(compile_scenario(topo.scenario(flows, name=f"{kind} {i}->{j}")))
             total = size * len(pairs)
             measured.append(values[i, j] if kind == "latency" else total / values[i, j])
@@ -354,8 +424,18 @@ def p2p_experiment(spec: Spec, topo: Topology, kind: str, values: np.ndarray, *,
             moved.append(total)
             staged.append(any(memory.intersection(f.route) for f in flows))
     cls, shr = _layout(spec, topo)
-    return Experiment(name or kind, kind, tuple(compiled), np.asarray(measured), tuple(labels), tuple(moved), 1.0,
-                      cls, shr, np.asarray(staged))
+    return Experiment(
+        name or kind,
+        kind,
+        tuple(compiled),
+        np.asarray(measured),
+        tuple(labels),
+        tuple(moved),
+        1.0,
+        cls,
+        shr,
+        np.asarray(staged),
+    )
 
 
 # --- simulation -----------------------------------------------------------------------------------
@@ -390,8 +470,9 @@ class Batch(eqx.Module):
         return int(self.measured.shape[0])
 
 
-def lay_out(experiments: Sequence[Experiment], *, shape: Shape | None = None,
-            weights: Sequence[float] | None = None) -> Batch:
+def lay_out(
+    experiments: Sequence[Experiment], *, shape: Shape | None = None, weights: Sequence[float] | None = None
+) -> Batch:
     """Experiments of one layout as one Batch, through `netsim.compile_batch` (at least `shape`).
 
     weights: total loss weight per experiment (default: each experiment's own point weights).
@@ -407,15 +488,31 @@ def lay_out(experiments: Sequence[Experiment], *, shape: Shape | None = None,
     flow = np.zeros((len(batch.compiled), batch.shape.items), bool)
     for k, c in enumerate(batch.compiled):
         flow[k, c.flow_slice] = True
-    per = lambda f: np.concatenate([np.broadcast_to(np.asarray(f(e), float), (e.n_points,)) for e in experiments])
+    per = lambda f: np.concatenate(
+        [np.broadcast_to(np.asarray(f(e), float), (e.n_points,)) for e in experiments]
+    )
     if weights is None:
         weight = per(lambda e: e.weight)
     else:
-        weight = np.concatenate([np.asarray(e.weight, float) / np.sum(e.weight) * w
-                                 for e, w in zip(experiments, weights, strict=True)])
+        weight = np.concatenate(
+            [
+                np.asarray(e.weight, float) / np.sum(e.weight) * w
+                for e, w in zip(experiments, weights, strict=True)
+            ]
+        )
     base = kernels.Network(batch.network.capacity[0], batch.network.latency[0])
-    return Batch(batch.program, base, cls, shr, flow, per(lambda e: float(e.collective)), per(lambda e: e.staged),
-                 per(lambda e: e.measured), weight, batch.max_events)
+    return Batch(
+        batch.program,
+        base,
+        cls,
+        shr,
+        flow,
+        per(lambda e: float(e.collective)),
+        per(lambda e: e.staged),
+        per(lambda e: e.measured),
+        weight,
+        batch.max_events,
+    )
 
 
 #: a batch costs about points x items x event bound; below this, padding into one batch is cheaper than
@@ -434,8 +531,11 @@ def batches(experiments: Sequence[Experiment]) -> tuple[tuple[Batch, ...], tuple
     for i, e in enumerate(experiments):
         for c in e.compiled[1:]:
             shape[i] = shape[i] | c.shape
-    cost = lambda idx: sum(experiments[i].n_points for i in idx) * max(shape[i].items for i in idx) \
+    cost = lambda idx: (
+        sum(experiments[i].n_points for i in idx)
+        * max(shape[i].items for i in idx)
         * max(shape[i].max_events for i in idx)
+    )
     groups: list[list[int]] = []
     for i in sorted(range(len(experiments)), key=lambda i: dataclasses.astuple(shape[i])):
         for g in groups:
@@ -460,7 +560,9 @@ def network(params: Params, b: Batch) -> kernels.Network:
     """Per-resource capacity and latency under `params` (other resources keep the compiled figures)."""
     cls, shr = b.resource_class, b.resource_shared
     bw = jnp.exp(params.log_bandwidth)[jnp.maximum(cls, 0)]
-    shared = jnp.exp(params.log_shared)[jnp.maximum(shr, 0)] if params.log_shared.shape[0] else b.base.capacity
+    shared = (
+        jnp.exp(params.log_shared)[jnp.maximum(shr, 0)] if params.log_shared.shape[0] else b.base.capacity
+    )
     capacity = jnp.where(cls >= 0, bw, jnp.where(shr >= 0, shared, b.base.capacity))
     latency = jnp.where(cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)], b.base.latency)
     return kernels.Network(capacity, latency)
@@ -479,8 +581,14 @@ def simulate(params: Params, b: Batch, *, loop: str = "lax") -> kernels.SimState
     launch cost is not in the state: see `times`.
     """
     net = network(params, b)
-    over, eff = regime_blend(b.program.size, params.log_overhead, jnp.exp(params.log_inefficiency),
-                             params.log_threshold, params.log_width, xp=jnp)  # B x N
+    over, eff = regime_blend(
+        b.program.size,
+        params.log_overhead,
+        jnp.exp(params.log_inefficiency),
+        params.log_threshold,
+        params.log_width,
+        xp=jnp,
+    )  # B x N
     copy = jnp.where(b.staged > 0, jnp.exp(params.log_staged_overhead), jnp.exp(params.log_copy_overhead))
     coll = b.collective[:, None]
     extra = jnp.where(b.flow, coll * over + (1.0 - coll) * copy[:, None], 0.0)
@@ -502,8 +610,9 @@ def _predict(params: Params, b: Batch, loop: str):
     return times(params, b, state), state.status, state.events
 
 
-def predict(params: Params, exp: Experiment | Sequence[Experiment], *, throw: bool = True,
-            loop: str = "lax") -> BatchRun:
+def predict(
+    params: Params, exp: Experiment | Sequence[Experiment], *, throw: bool = True, loop: str = "lax"
+) -> BatchRun:
     """Simulates every point of `exp` (one experiment, or several) under `params`, in as few compiled
     batches as pay (see `batches`). Needs no jit around it.
 

@@ -38,8 +38,9 @@ _NONE = "__none__"  # P2PMatrix.p2p is None for the connectivity matrix; HDF5 at
 def save_trace(trace: Trace, path: str | os.PathLike) -> None:
     """Writes `trace` to an HDF5 file at `path` (temporary file + rename: never half a file)."""
     path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-",
-                               suffix=os.path.basename(path))
+    fd, tmp = tempfile.mkstemp(
+        dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=os.path.basename(path)
+    )
     os.close(fd)
     try:
         with h5py.File(tmp, "w") as f:
@@ -71,8 +72,9 @@ def load_trace(path: str | os.PathLike) -> Trace:
     try:
         with h5py.File(name, "r") as f:
             if f.attrs.get("format") != FORMAT:
-                raise TraceError(f"{name}: not a netsim trace file (format {f.attrs.get('format')!r}, "
-                                 f"expected {FORMAT!r})")
+                raise TraceError(
+                    f"{name}: not a netsim trace file (format {f.attrs.get('format')!r}, expected {FORMAT!r})"
+                )
             n_header = int(f.attrs["n_header"])
             header = tuple(str(f.attrs["header"]).split("\n")) if n_header else ()
             tables = []
@@ -81,8 +83,11 @@ def load_trace(path: str | os.PathLike) -> Trace:
                 cls = _TYPES.get(str(g.attrs.get("type")))
                 if cls is None:
                     raise TraceError(f"{name}: tables/{key}: unknown table type {g.attrs.get('type')!r}")
-                values = {fd.name: _get(g, fd.name, fd.type) for fd in dataclasses.fields(cls)
-                          if fd.name in g or fd.name in g.attrs or not _has_default(fd)}
+                values = {
+                    fd.name: _get(g, fd.name, fd.type)
+                    for fd in dataclasses.fields(cls)
+                    if fd.name in g or fd.name in g.attrs or not _has_default(fd)
+                }
                 tables.append(cls(**values))
             return Trace(str(f.attrs["source"]), header, str(f.attrs["machine"]), tuple(tables))
     except OSError as e:
@@ -105,8 +110,11 @@ def _put(g: h5py.Group, name: str, value) -> None:
     elif isinstance(value, np.ndarray):
         g.create_dataset(name, data=value)
     elif isinstance(value, tuple):  # of strings, or (CsvTable.rows) of tuples of strings
-        cells = np.asarray(value, dtype=object).reshape(len(value), -1) if value and isinstance(value[0], tuple) \
+        cells = (
+            np.asarray(value, dtype=object).reshape(len(value), -1)
+            if value and isinstance(value[0], tuple)
             else np.asarray(value, dtype=object).reshape(len(value))
+        )
         g.create_dataset(name, data=cells, dtype=h5py.string_dtype())
     else:
         g.attrs[name] = _NONE if value is None else value
@@ -123,8 +131,10 @@ def _get(g: h5py.Group, name: str, annotation: str):
         return {str(k): str(v) for k, v in data.asstr()[()]}
     if annotation.startswith("tuple[NcclDevice"):
         types = [int if f in ("rank", "group", "pid", "device") else str for f in NcclDevice._fields]
-        return tuple(NcclDevice(*(f(c) for f, c in zip(types, row, strict=True)))
-                     for row in data.asstr()[()].reshape(-1, len(types)))
+        return tuple(
+            NcclDevice(*(f(c) for f, c in zip(types, row, strict=True)))
+            for row in data.asstr()[()].reshape(-1, len(types))
+        )
     if annotation.startswith("tuple[tuple"):
         return tuple(tuple(str(c) for c in row) for row in data.asstr()[()])
     if annotation.startswith("tuple"):

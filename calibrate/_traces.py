@@ -26,8 +26,18 @@ import numpy as np
 
 from netsim import NetsimError, ScenarioError, topology
 
-__all__ = ["CsvTable", "NcclDevice", "NcclTable", "P2PMatrix", "RocmMatrix", "RocmNuma", "TopoTable", "Trace",
-           "TraceError", "read_trace"]
+__all__ = [
+    "CsvTable",
+    "NcclDevice",
+    "NcclTable",
+    "P2PMatrix",
+    "RocmMatrix",
+    "RocmNuma",
+    "TopoTable",
+    "Trace",
+    "TraceError",
+    "read_trace",
+]
 
 
 class TraceError(NetsimError, ValueError):
@@ -280,11 +290,18 @@ class Trace:
         """The nccl-tests tables, optionally only those of collective `op` ("all_reduce")."""
         return tuple(t for t in self.tables if isinstance(t, NcclTable) and op in (None, t.op))
 
-    def matrices(self, kind: str | None = None, *, p2p: bool | None = None,
-                 clock: str | None = None) -> tuple[P2PMatrix, ...]:
+    def matrices(
+        self, kind: str | None = None, *, p2p: bool | None = None, clock: str | None = None
+    ) -> tuple[P2PMatrix, ...]:
         """The p2pBandwidthLatencyTest matrices matching every filter given."""
-        return tuple(t for t in self.tables if isinstance(t, P2PMatrix) and kind in (None, t.kind)
-                     and (p2p is None or t.p2p is p2p) and clock in (None, t.clock))
+        return tuple(
+            t
+            for t in self.tables
+            if isinstance(t, P2PMatrix)
+            and kind in (None, t.kind)
+            and (p2p is None or t.p2p is p2p)
+            and clock in (None, t.clock)
+        )
 
     def matrix(self, kind: str, *, p2p: bool | None = None, clock: str | None = None) -> P2PMatrix:
         """The one matrix matching the filters; KeyError naming the file if none or several match."""
@@ -305,31 +322,67 @@ class Trace:
 
 _NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^[-+]?(inf|nan)$", re.IGNORECASE)
 _INT = re.compile(r"^[-+]?\d+$")
-_MPI_TAG = re.compile(r"^(\[\d+,\d+\]<std(out|err)>:|\s*\d+: )")  # OpenMPI --tag-output, srun --label prefixes
+_MPI_TAG = re.compile(
+    r"^(\[\d+,\d+\]<std(out|err)>:|\s*\d+: )"
+)  # OpenMPI --tag-output, srun --label prefixes
 _NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN|TRACE)\b")  # NCCL_DEBUG lines interleaved with results
 _OP = re.compile(r"\b([a-z_]+)_perf\b")
-_RANK = re.compile(r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
-                   r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\](?P<name>.*)$")
+_RANK = re.compile(
+    r"Rank\s+(?P<rank>\d+)\s+(?:Group\s+(?P<group>\d+)\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
+    r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\](?P<name>.*)$"
+)
 _HEADING = re.compile(r"\s*##+\s+(.*)")  # markdown section heading; nccl-tests' own comments use one "#"
 _SETTING = r"(?P<name>(?:NCCL|RCCL)_[A-Z0-9_]+|(?:CUDA|HIP|ROCR)_VISIBLE_DEVICES)=(?P<value>\"[^\"]*\"|'[^']*'|[^\s;]*)"
 _ENV_ANY = re.compile(r"(?<![\w-])" + _SETTING)  # anywhere on a command line ("-x NAME=v" too)
 _ENV_EXPORT = re.compile(r"^(?:export\s+)" + _SETTING + r"\s*;?\s*$")  # a line of its own
-_ROCM_TITLE = re.compile(r"^\s*=+\s*(Weight between two GPUs|Hops between two GPUs|Link Type between two GPUs|"
-                         r"Link accessibility between two GPUs|Bandwidth|Numa Nodes)\s*=+\s*$", re.IGNORECASE)
-_ROCM_KINDS = {"weight": "weight", "hops": "hops", "link type": "link_type", "link accessibility": "access",
-               "bandwidth": "bandwidth"}
-_FILE_OPS = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
-             "alltoall": "alltoall", "broadcast": "broadcast", "sendrecv": "sendrecv"}
+_ROCM_TITLE = re.compile(
+    r"^\s*=+\s*(Weight between two GPUs|Hops between two GPUs|Link Type between two GPUs|"
+    r"Link accessibility between two GPUs|Bandwidth|Numa Nodes)\s*=+\s*$",
+    re.IGNORECASE,
+)
+_ROCM_KINDS = {
+    "weight": "weight",
+    "hops": "hops",
+    "link type": "link_type",
+    "link accessibility": "access",
+    "bandwidth": "bandwidth",
+}
+_FILE_OPS = {
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "alltoall": "alltoall",
+    "broadcast": "broadcast",
+    "sendrecv": "sendrecv",
+}
 _P2P_TITLE = re.compile(
     r"^(?:(?P<dir>unidirectional|bidirectional)\s+)?P2P\s*=\s*(?P<mode>enabled|disabled)\s+"
     r"(?P<what>bandwidth|latency)\s*(?:\(\s*P2P\s+(?P<method>writes|reads)\s*\)\s*)?matrix\s*"
-    r"\((?P<unit>[^)]*)\)", re.IGNORECASE)
+    r"\((?P<unit>[^)]*)\)",
+    re.IGNORECASE,
+)
 _CONNECTIVITY_TITLE = re.compile(r"^P2P\s+Connectivity\s+Matrix\b", re.IGNORECASE)
 _UNITS = {"gb/s": 1e9, "mb/s": 1e6, "kb/s": 1e3, "b/s": 1.0, "us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}
-_NCCL_COLUMNS = {"size": "size", "bytes": "size", "count": "count", "n": "count", "elements": "count",
-                 "type": "dtype", "redop": "redop", "op": "redop", "root": "root"}
-_GROUP_COLUMNS = {"time": "time", "algbw": "algbw", "busbw": "busbw", "#wrong": "wrong", "wrong": "wrong",
-                  "error": "wrong", "res": "wrong"}
+_NCCL_COLUMNS = {
+    "size": "size",
+    "bytes": "size",
+    "count": "count",
+    "n": "count",
+    "elements": "count",
+    "type": "dtype",
+    "redop": "redop",
+    "op": "redop",
+    "root": "root",
+}
+_GROUP_COLUMNS = {
+    "time": "time",
+    "algbw": "algbw",
+    "busbw": "busbw",
+    "#wrong": "wrong",
+    "wrong": "wrong",
+    "error": "wrong",
+    "res": "wrong",
+}
 
 
 def _comment(line: str) -> str | None:
@@ -375,8 +428,11 @@ class _Reader:
                 tables.extend(found_tables)
                 since = i
         if not tables:
-            self.fail(max(len(self.lines) - 1, 0), "no known table (nccl-tests, p2pBandwidthLatencyTest, "
-                      "nvidia-smi topo -m, rocm-smi or CSV) in this file")
+            self.fail(
+                max(len(self.lines) - 1, 0),
+                "no known table (nccl-tests, p2pBandwidthLatencyTest, "
+                "nvidia-smi topo -m, rocm-smi or CSV) in this file",
+            )
         return Trace(self.name, self.header(), self.machine(), tuple(tables))
 
     def table_at(self, i: int, since: int) -> tuple[list[Table], int] | None:
@@ -404,7 +460,9 @@ class _Reader:
             return self.p2p(i, m)
         if text.split()[:1] == ["D\\D"]:  # a matrix whose title was not one of the above: never skip it
             above = self.lines[i - 1].strip() if i else ""
-            self.fail(i, f"p2pBandwidthLatencyTest matrix header with no known title above it (got {above!r})")
+            self.fail(
+                i, f"p2pBandwidthLatencyTest matrix header with no known title above it (got {above!r})"
+            )
         return None
 
     # --- nccl-tests -----------------------------------------------------------------------------
@@ -436,7 +494,9 @@ class _Reader:
         width = len(fixed) + sum(len(g) for g in per_group)
 
         j = i + 1
-        while j < len(self.lines) and re.match(r"\s*#\s*\(", self.lines[j]):  # the "(B) (elements)" units line
+        while j < len(self.lines) and re.match(
+            r"\s*#\s*\(", self.lines[j]
+        ):  # the "(B) (elements)" units line
             j += 1
         rows: list[tuple[int, list[str]]] = []
         while j < len(self.lines):
@@ -461,7 +521,9 @@ class _Reader:
                 while k < len(self.lines) and _NCCL_LOG.search(self.lines[k]):
                     k = self.next_nonblank(k + 1)
                 if k < len(self.lines) and self.is_row(k, width):
-                    self.fail(j, f"stray line inside an nccl-tests table (rows follow on line {k + 1}): {text!r}")
+                    self.fail(
+                        j, f"stray line inside an nccl-tests table (rows follow on line {k + 1}): {text!r}"
+                    )
                 break
             if len(cells) != width:
                 self.fail(j, f"nccl-tests row has {len(cells)} columns, the header {names} has {width}")
@@ -476,7 +538,7 @@ class _Reader:
         for r_i, (r, cells) in enumerate(rows):
             for c, cell in zip(fixed, cells, strict=False):
                 cols[c].append(self.cell(r, cell, c, int if c in ("size", "count", "root") else str))
-            rest = cells[len(fixed):]
+            rest = cells[len(fixed) :]
             n = len(per_group[0])
             for c_i, c in enumerate(per_group[0]):
                 values = []
@@ -489,8 +551,7 @@ class _Reader:
         n_rows = len(rows)
         empty = np.full((n_rows, len(groups)), np.nan)
         scale = {"time": 1e-6, "algbw": 1e9, "busbw": 1e9, "wrong": 1.0}
-        group_arr = {c: np.asarray(grouped[c], float) * scale[c] if c in grouped else empty
-                     for c in scale}
+        group_arr = {c: np.asarray(grouped[c], float) * scale[c] if c in grouped else empty for c in scale}
         size = np.asarray(cols["size"], np.int64)
         dtype = tuple(cols.get("dtype", [""] * n_rows))
         redop = tuple(cols.get("redop", [""] * n_rows))
@@ -500,12 +561,27 @@ class _Reader:
         avg, j = self.footer(j)
         op, n_gpus, title, env, devices = self.nccl_context(since, i)
         table = NcclTable(
-            op=op, n_gpus=n_gpus, size=size,
+            op=op,
+            n_gpus=n_gpus,
+            size=size,
             count=np.asarray(cols.get("count", [-1] * n_rows), np.int64),
-            dtype=dtype, redop=redop, root=root,
-            time=group_arr["time"], algbw=group_arr["algbw"], busbw=group_arr["busbw"],
-            wrong=group_arr["wrong"], groups=groups, avg_busbw=avg, title=title, line=rows[0][0] + 1,
-            usable=usable, problems=problems, section=self.section(i), env=env, devices=devices)
+            dtype=dtype,
+            redop=redop,
+            root=root,
+            time=group_arr["time"],
+            algbw=group_arr["algbw"],
+            busbw=group_arr["busbw"],
+            wrong=group_arr["wrong"],
+            groups=groups,
+            avg_busbw=avg,
+            title=title,
+            line=rows[0][0] + 1,
+            usable=usable,
+            problems=problems,
+            section=self.section(i),
+            env=env,
+            devices=devices,
+        )
         return table, j
 
     def is_row(self, k: int, width: int) -> bool:
@@ -560,7 +636,9 @@ class _Reader:
             j += 1
         return avg, j
 
-    def nccl_context(self, since: int, header: int) -> tuple[str, int, str, dict[str, str], tuple[NcclDevice, ...]]:
+    def nccl_context(
+        self, since: int, header: int
+    ) -> tuple[str, int, str, dict[str, str], tuple[NcclDevice, ...]]:
         """(op, ranks, title, env, devices) from the lines between the previous table and this header.
 
         `env`: the settings on the command line (the title, with the lines it continues with a trailing
@@ -577,8 +655,17 @@ class _Reader:
                 g_flag = int(g.group(1)) if g else g_flag
             m = _RANK.match(text)
             if m:
-                devices.append(NcclDevice(int(m["rank"]), int(m["group"] or 0), int(m["pid"]), m["host"],
-                                          int(m["device"]), m["bus"], m["name"].strip()))
+                devices.append(
+                    NcclDevice(
+                        int(m["rank"]),
+                        int(m["group"] or 0),
+                        int(m["pid"]),
+                        m["host"],
+                        int(m["device"]),
+                        m["bus"],
+                        m["name"].strip(),
+                    )
+                )
             elif re.match(r"Rank\s+\d+\s+(Group|Pid)\b", text):
                 self.fail(k, f"cannot read nccl-tests rank line {text!r}")
             for key in ("nGpus", "nThread"):
@@ -613,8 +700,11 @@ class _Reader:
         for m in pattern.finditer(self.text(k)):
             name, value = m.group("name"), m.group("value").strip("'\"")
             if name.endswith("_VISIBLE_DEVICES") and not re.fullmatch(r"\d+(,\d+)*,?", value):
-                self.fail(k, f"{name}={value!r} is not a list of device indices (netsim maps ranks to "
-                             "devices by index)")
+                self.fail(
+                    k,
+                    f"{name}={value!r} is not a list of device indices (netsim maps ranks to "
+                    "devices by index)",
+                )
             out[name] = value
         return out
 
@@ -639,7 +729,9 @@ class _Reader:
             if not m.group("dir"):
                 self.fail(i, f"bandwidth matrix title names no direction: {title!r}")
             values, j = self.matrix(i + 1, "D\\D", float)
-            return [P2PMatrix(m.group("dir").lower(), p2p, method, "", values * _UNITS[unit], title, i + 2)], j
+            return [
+                P2PMatrix(m.group("dir").lower(), p2p, method, "", values * _UNITS[unit], title, i + 2)
+            ], j
         # Latency: a "GPU" sub-table, then (newer cuda-samples) a "CPU" one after a blank line.
         head = self.next_nonblank(i + 1)
         label = self.lines[head].split()[0] if head < len(self.lines) else ""
@@ -662,8 +754,12 @@ class _Reader:
         if i >= len(self.lines):
             self.fail(len(self.lines) - 1, f"file ends where a matrix header '{label} 0 1 ...' was expected")
         head = self.lines[i].split()
-        if not head or head[0].upper() != label.upper() or head[1:] != [str(k) for k in range(len(head) - 1)] \
-                or len(head) < 2:
+        if (
+            not head
+            or head[0].upper() != label.upper()
+            or head[1:] != [str(k) for k in range(len(head) - 1)]
+            or len(head) < 2
+        ):
             self.fail(i, f"expected a matrix header '{label} 0 1 ...', got {self.lines[i].strip()!r}")
         n = len(head) - 1
         rows = []
@@ -692,15 +788,19 @@ class _Reader:
         head = self.lines[h].split() if h < len(self.lines) else []
         if len(head) < 1 or head != [f"GPU{k}" for k in range(len(head))]:
             got = self.lines[h].strip() if h < len(self.lines) else "the end of the file"
-            self.fail(min(h, len(self.lines) - 1), f"rocm-smi {title!r}: expected a header 'GPU0 GPU1 ...', "
-                      f"got {got!r}")
+            self.fail(
+                min(h, len(self.lines) - 1),
+                f"rocm-smi {title!r}: expected a header 'GPU0 GPU1 ...', got {got!r}",
+            )
         n = len(head)
         cells: list[tuple[str, ...]] = []
         for r in range(n):
             j = h + 1 + r
             row = self.lines[j].split() if j < len(self.lines) else []
             if not row or not re.fullmatch(r"GPU\d+", row[0]):
-                self.fail(min(j, len(self.lines) - 1), f"rocm-smi {title!r} matrix ends after {r} of {n} rows")
+                self.fail(
+                    min(j, len(self.lines) - 1), f"rocm-smi {title!r} matrix ends after {r} of {n} rows"
+                )
             if row[0] != f"GPU{r}":
                 self.fail(j, f"rocm-smi {title!r}: expected row GPU{r}, got {self.lines[j].strip()!r}")
             if len(row) != n + 1:
@@ -717,8 +817,10 @@ class _Reader:
                 if kind == "bandwidth":  # "min-max" in MB/s (KFD io_link min/max_bandwidth); "0-0": no link
                     m = re.fullmatch(r"(\d+)-(\d+)", cell)
                     if not m:
-                        self.fail(h + 1 + r, f"rocm-smi bandwidth: cannot read {cell!r} (GPU{r} -> GPU{c}) "
-                                  "as 'min-max'")
+                        self.fail(
+                            h + 1 + r,
+                            f"rocm-smi bandwidth: cannot read {cell!r} (GPU{r} -> GPU{c}) as 'min-max'",
+                        )
                     minimum[r, c], values[r, c] = float(m.group(1)) * 1e6, float(m.group(2)) * 1e6
                 else:
                     values[r, c] = self.cell(h + 1 + r, cell, f"{kind} GPU{r} -> GPU{c}", int)
@@ -732,10 +834,14 @@ class _Reader:
         """`GPU[k] : (Topology) Numa Node: v` / `Numa Affinity: v` lines after the banner at line i."""
         found: dict[str, dict[int, int]] = {"node": {}, "affinity": {}}
         j, first = i + 1, -1
-        while j < len(self.lines) and (not self.lines[j].strip() or self.lines[j].lstrip().startswith("GPU[")):
+        while j < len(self.lines) and (
+            not self.lines[j].strip() or self.lines[j].lstrip().startswith("GPU[")
+        ):
             text = self.lines[j].strip()
             if text:
-                m = re.fullmatch(r"GPU\[(\d+)\]\s*:\s*\(Topology\)\s*Numa (Node|Affinity)\s*:\s*(-?\d+)", text)
+                m = re.fullmatch(
+                    r"GPU\[(\d+)\]\s*:\s*\(Topology\)\s*Numa (Node|Affinity)\s*:\s*(-?\d+)", text
+                )
                 if not m:
                     self.fail(j, f"rocm-smi {title!r}: cannot read {text!r}")
                 found[m.group(2).lower()][int(m.group(1))] = int(m.group(3))
@@ -751,11 +857,17 @@ class _Reader:
     @staticmethod
     def is_topo_header(line: str) -> bool:
         words = line.lstrip().removeprefix("#").split()
-        return len(words) >= 2 and words[0] == "GPU0" and bool(re.fullmatch(r"GPU1|NIC0|mlx\d+_\d+|CPU|\.\.\.", words[1]))
+        return (
+            len(words) >= 2
+            and words[0] == "GPU0"
+            and bool(re.fullmatch(r"GPU1|NIC0|mlx\d+_\d+|CPU|\.\.\.", words[1]))
+        )
 
     def topo(self, i: int) -> tuple[TopoTable, int]:
         """The block from header line i: device rows, then an optional NIC legend; parsed by netsim.topology."""
-        row = lambda ln: re.fullmatch(r"(GPU|NIC)\d+|mlx\d+_\d+", (ln.lstrip().removeprefix("#").split() or [""])[0])
+        row = lambda ln: re.fullmatch(
+            r"(GPU|NIC)\d+|mlx\d+_\d+", (ln.lstrip().removeprefix("#").split() or [""])[0]
+        )
         j = i + 1
         while j < len(self.lines) and row(self.lines[j]):
             j += 1
@@ -764,12 +876,18 @@ class _Reader:
             j = k + 1
             while j < len(self.lines) and re.match(r"\s*#?\s*(NIC\d+\s*:\s*\S+)?\s*$", self.lines[j]):
                 j += 1
-        gpu0 = next((k for k in range(i + 1, j) if self.lines[k].lstrip().removeprefix("#").split()[:1] == ["GPU0"]), -1)
+        gpu0 = next(
+            (k for k in range(i + 1, j) if self.lines[k].lstrip().removeprefix("#").split()[:1] == ["GPU0"]),
+            -1,
+        )
         diagonal = self.lines[gpu0].lstrip().removeprefix("#").split()[1:2] if gpu0 >= 0 else []
         if diagonal != ["X"]:  # nvidia-smi marks the diagonal "X"; rocm-smi prints 0, N/A or True there
-            self.fail(i, f"a 'GPU0 GPU1 ...' matrix that is not `nvidia-smi topo -m` (GPU0 -> GPU0 is "
-                      f"{(diagonal or ['missing'])[0]!r}, not 'X'); rocm-smi matrices are read under their "
-                      "'=== Weight between two GPUs ===' (Hops, Link Type, Bandwidth) titles")
+            self.fail(
+                i,
+                f"a 'GPU0 GPU1 ...' matrix that is not `nvidia-smi topo -m` (GPU0 -> GPU0 is "
+                f"{(diagonal or ['missing'])[0]!r}, not 'X'); rocm-smi matrices are read under their "
+                "'=== Weight between two GPUs ===' (Hops, Link Type, Bandwidth) titles",
+            )
         table = TopoTable("\n".join(self.lines[i:j]).rstrip() + "\n", i + 1)
         try:
             table.matrix  # noqa: B018  (parse now: a bad block fails at read time, with its line)

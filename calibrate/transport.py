@@ -34,9 +34,19 @@ from netsim import Flow, Scenario, ScenarioError, SharedResource
 from netsim.topology import Topology
 from netsim.workloads import Workload
 
-__all__ = ["copies", "duplex_budgets", "hairpin_budgets", "home_memory", "host_memory", "host_route",
-           "memory_links",
-           "p2p_scenario", "shm_scenario", "staged_scenario", "staging_engines"]
+__all__ = [
+    "copies",
+    "duplex_budgets",
+    "hairpin_budgets",
+    "home_memory",
+    "host_memory",
+    "host_route",
+    "memory_links",
+    "p2p_scenario",
+    "shm_scenario",
+    "staged_scenario",
+    "staging_engines",
+]
 
 _HUBS = frozenset({"socket", "cpu"})
 
@@ -74,7 +84,9 @@ def host_route(topo: Topology, src: str, dst: str, memory: str) -> tuple[str, ..
     return topo.route(src, memory) + topo.route(memory, dst)
 
 
-def staging_engines(topo: Topology, capacity: float, gpus: Sequence[str] | None = None) -> tuple[SharedResource, ...]:
+def staging_engines(
+    topo: Topology, capacity: float, gpus: Sequence[str] | None = None
+) -> tuple[SharedResource, ...]:
     """One budget per GPU (bytes/s) shared by every host-staged copy in or out of it (cudaMemcpy with
     P2P off): crossed by flows over the GPU's PCIe links that also cross a memory link.
 
@@ -153,7 +165,9 @@ def copies(pairs: Iterable[tuple[str, str]], nbytes: float, *, overhead: float =
     return Workload(flows, name="copies")
 
 
-def _rerouted(topo: Topology, workload: Workload, route, shared: Iterable[SharedResource], name: str) -> Scenario:
+def _rerouted(
+    topo: Topology, workload: Workload, route, shared: Iterable[SharedResource], name: str
+) -> Scenario:
     flows = [dataclasses.replace(f, route=tuple(route(f))) for f in workload.flows]
     return Scenario(topo.links, flows, workload.tasks, name=name, shared=tuple(shared))
 
@@ -163,8 +177,14 @@ def p2p_scenario(topo: Topology, workload: Workload, *, shared: Iterable[SharedR
     return _rerouted(topo, workload, lambda f: topo.route(f.src, f.dst), shared, f"{workload.name} p2p")
 
 
-def staged_scenario(topo: Topology, workload: Workload, *, staging: float, shared: Iterable[SharedResource] = (),
-                    dram: float | None = None) -> Scenario:
+def staged_scenario(
+    topo: Topology,
+    workload: Workload,
+    *,
+    staging: float,
+    shared: Iterable[SharedResource] = (),
+    dram: float | None = None,
+) -> Scenario:
     """cudaMemcpy with P2P off: every flow over the host route through the source's memory, each GPU's
     staged copies sharing `staging` bytes/s (`staging_engines`), DRAM as in `host_memory`."""
     resources = (*staging_engines(topo, staging), *host_memory(topo, dram), *shared)
@@ -172,8 +192,9 @@ def staged_scenario(topo: Topology, workload: Workload, *, staging: float, share
     return _rerouted(topo, workload, route, resources, f"{workload.name} staged")
 
 
-def shm_scenario(topo: Topology, workload: Workload, *, shared: Iterable[SharedResource] = (),
-                 dram: float | None = None) -> Scenario:
+def shm_scenario(
+    topo: Topology, workload: Workload, *, shared: Iterable[SharedResource] = (), dram: float | None = None
+) -> Scenario:
     """NCCL's SHM transport: every flow over the host route through the receiver's memory (pipelined:
     one flow, limited by its bottleneck), DRAM as in `host_memory`, plus `shared` budgets."""
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.dst))

@@ -39,13 +39,17 @@ def link(a, b):
 def ring_allreduce() -> tuple[Scenario, str]:
     n, size, chunks = 8, 64 * MiB, 2
     ring = gpus(n)
-    fabric = LinkFabric([link(ring[i], ring[(i + 1) % n]) for i in range(n)]
-                        + [link(ring[(i + 1) % n], ring[i]) for i in range(n)])
+    fabric = LinkFabric(
+        [link(ring[i], ring[(i + 1) % n]) for i in range(n)]
+        + [link(ring[(i + 1) % n], ring[i]) for i in range(n)]
+    )
     c = allreduce(ring, size, chunks=chunks, channels=2, rings=[ring, ring[::-1]])
     t = (2 * (n - 1) + chunks - 1) * ALPHA + 2 * (n - 1) * (size / 2) / (n * B)
-    text = (f"Ring AllReduce of 64 MiB on 8 GPUs joined in a bidirectional ring (25 GB/s, 1 us per link), "
-            f"2 chunks, 2 channels running the ring in opposite directions. Closed form "
-            f"(2(N-1)+C-1) alpha + 2(N-1) (S/2)/(N B): makespan {t!r} s, busbw {c.busbw(t) / 1e9:.2f} GB/s.")
+    text = (
+        f"Ring AllReduce of 64 MiB on 8 GPUs joined in a bidirectional ring (25 GB/s, 1 us per link), "
+        f"2 chunks, 2 channels running the ring in opposite directions. Closed form "
+        f"(2(N-1)+C-1) alpha + 2(N-1) (S/2)/(N B): makespan {t!r} s, busbw {c.busbw(t) / 1e9:.2f} GB/s."
+    )
     return c.scenario(fabric, name="coll_ring_allreduce_8gpu"), text
 
 
@@ -55,8 +59,10 @@ def tree_allreduce() -> tuple[Scenario, str]:
     c = allreduce(gpus(n), size, algorithm="tree", chunks=chunks)
     depth = math.ceil(math.log2(n))
     t = (2 * depth + chunks - 1) * (ALPHA + size / (2 * chunks * B))
-    text = (f"Double-binary-tree AllReduce of 16 MiB on 8 fully connected GPUs (25 GB/s, 1 us per link), "
-            f"2 chunks; each tree carries half. Closed form (2D+C-1)(alpha + S/(2 C B)), D = 3: makespan {t!r} s.")
+    text = (
+        f"Double-binary-tree AllReduce of 16 MiB on 8 fully connected GPUs (25 GB/s, 1 us per link), "
+        f"2 chunks; each tree carries half. Closed form (2D+C-1)(alpha + S/(2 C B)), D = 3: makespan {t!r} s."
+    )
     return c.scenario(fabric, name="coll_tree_allreduce_8gpu"), text
 
 
@@ -65,27 +71,38 @@ def alltoall_switch() -> tuple[Scenario, str]:
     fabric = LinkFabric([x for g in gpus(n) for x in (link(g, "sw"), link("sw", g))])
     c = alltoall(gpus(n), size)
     t = 2 * ALPHA + (n - 1) * size / (n * B)
-    text = (f"AllToAll of 64 MiB per rank on 4 GPUs under one switch (25 GB/s, 1 us per link): each uplink "
-            f"carries (N-1) S/N. Closed form 2 alpha + (N-1) S/(N B): makespan {t!r} s, "
-            f"busbw {c.busbw(t) / 1e9:.2f} GB/s.")
+    text = (
+        f"AllToAll of 64 MiB per rank on 4 GPUs under one switch (25 GB/s, 1 us per link): each uplink "
+        f"carries (N-1) S/N. Closed form 2 alpha + (N-1) S/(N B): makespan {t!r} s, "
+        f"busbw {c.busbw(t) / 1e9:.2f} GB/s."
+    )
     return c.scenario(fabric, name="coll_alltoall_4gpu_switch"), text
 
 
 def pcie_searched_ring() -> tuple[Scenario, str]:
     # GPUs numbered alternately across the sockets: the default ring 0..7 crosses the socket link 8 times
-    parent = {f"sw{s}": f"rc{s}" for s in range(4)} | {f"gpu{g}": f"sw{g % 2 + 2 * (g // 4)}" for g in range(8)}
-    plan = ServerPlan(sockets=2, numa=2, host_bridges={f"rc{s}": s % 2 for s in range(4)}, parent=parent,
-                      devices={g: "gpu" for g in gpus(8)})
+    parent = {f"sw{s}": f"rc{s}" for s in range(4)} | {
+        f"gpu{g}": f"sw{g % 2 + 2 * (g // 4)}" for g in range(8)
+    }
+    plan = ServerPlan(
+        sockets=2,
+        numa=2,
+        host_bridges={f"rc{s}": s % 2 for s in range(4)},
+        parent=parent,
+        devices={g: "gpu" for g in gpus(8)},
+    )
     topo = build_server(plan, name="dual-socket-alternating")
     size = 64 * MiB
     found = search_rings(topo, size=size)
     best, default = found.best[0], found.default
     sockets = [x.id for x in topo.links if topo.kind[x.src] == topo.kind[x.dst] == "cpu"]
-    text = (f"Ring AllReduce of 64 MiB on a dual-socket PCIe server whose GPUs are numbered alternately across "
-            f"the sockets, on the ring netsim's ring search chose: {' > '.join(best.order)} "
-            f"({crossings(best, sockets)} socket crossings; the default order crosses "
-            f"{crossings(default, sockets)} times). busbw {best.busbw / 1e9:.2f} GB/s against "
-            f"{default.busbw / 1e9:.2f} for the default; makespan {best.time!r} s.")
+    text = (
+        f"Ring AllReduce of 64 MiB on a dual-socket PCIe server whose GPUs are numbered alternately across "
+        f"the sockets, on the ring netsim's ring search chose: {' > '.join(best.order)} "
+        f"({crossings(best, sockets)} socket crossings; the default order crosses "
+        f"{crossings(default, sockets)} times). busbw {best.busbw / 1e9:.2f} GB/s against "
+        f"{default.busbw / 1e9:.2f} for the default; makespan {best.time!r} s."
+    )
     return best.allreduce(size, name="ring").scenario(topo, name="coll_pcie_searched_ring"), text
 
 
@@ -95,10 +112,12 @@ def pcie_ring_allreduce() -> tuple[Scenario, str]:
     size = 64 * MiB
     c = allreduce(list(topo.gpus()), size, step_overhead="2 us")
     t = netsim.simulate(c.scenario(topo)).makespan
-    text = (f"Ring AllReduce of 64 MiB over the 8 GPUs of a dual-socket PCIe server (preset "
-            f"rtx4090-8x-epyc7542: 8x RTX 4090 on 2x EPYC 7542, one GPU per NUMA node, measured link figures "
-            f"from shared/traces/m01_*), ring order gpu0..gpu7, 2 us software overhead per step. The ring "
-            f"crosses the socket link twice; busbw {c.busbw(t) / 1e9:.2f} GB/s, makespan {t!r} s.")
+    text = (
+        f"Ring AllReduce of 64 MiB over the 8 GPUs of a dual-socket PCIe server (preset "
+        f"rtx4090-8x-epyc7542: 8x RTX 4090 on 2x EPYC 7542, one GPU per NUMA node, measured link figures "
+        f"from shared/traces/m01_*), ring order gpu0..gpu7, 2 us software overhead per step. The ring "
+        f"crosses the socket link twice; busbw {c.busbw(t) / 1e9:.2f} GB/s, makespan {t!r} s."
+    )
     return c.scenario(topo, name="pcie_ring_allreduce"), text
 
 

@@ -150,9 +150,7 @@ def jobs() -> dict[str, tuple]:
         )
     star = job_cluster(leaves=1, oversubscription=1.0)
     for policy in ("topology", "contention"):
-        sched = run_jobs(
-            star, make_jobs(FRAGMENTED), gpus=star.gpus(), policy=policy, shape=JOB_PAD
-        )
+        sched = run_jobs(star, make_jobs(FRAGMENTED), gpus=star.gpus(), policy=policy, shape=JOB_PAD)
         out[f"jobs_fragmented_{policy}"] = (
             sched,
             f"fragmented cluster (4 servers x 4 GPUs on one switch): a "

@@ -43,7 +43,9 @@ class Status(enum.IntFlag):
 
 
 # plain ints of the engine's bits, for use inside traced code (JAX takes int, not IntFlag, as a scalar)
-OK, MAX_EVENTS, STALLED, NONFINITE = (int(s) for s in (Status.OK, Status.MAX_EVENTS, Status.STALLED, Status.NONFINITE))
+OK, MAX_EVENTS, STALLED, NONFINITE = (
+    int(s) for s in (Status.OK, Status.MAX_EVENTS, Status.STALLED, Status.NONFINITE)
+)
 
 
 # Inputs are built on the host as NumPy arrays and become jax.Arrays under jit. A leading `...` admits

@@ -41,19 +41,38 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
     inf = jnp.full(n_items, jnp.inf, dt)
     zero = jnp.zeros((), jnp.int32)
     return SimState(
-        time=jnp.zeros((), dt), remaining=jnp.where(padding, 0.0, program.size),
-        started=padding, done=padding,
-        start=jnp.where(padding, 0.0, inf), first_byte=jnp.where(padding, 0.0, inf),
+        time=jnp.zeros((), dt),
+        remaining=jnp.where(padding, 0.0, program.size),
+        started=padding,
+        done=padding,
+        start=jnp.where(padding, 0.0, inf),
+        first_byte=jnp.where(padding, 0.0, inf),
         finish=jnp.where(padding, 0.0, inf),
-        resource_bytes=jnp.zeros(n_resources, dt), resource_busy=jnp.zeros(n_resources, dt),
-        held=jnp.zeros((n_items, n_hops), dt), allocation=empty_allocation(n_items, n_resources, dt),
-        events=zero, merged=zero, rounds=zero, max_rounds=zero, status=zero,
-        trace_time=jnp.full(record, jnp.inf, dt), trace_load=jnp.zeros((record, n_resources), dt))
+        resource_bytes=jnp.zeros(n_resources, dt),
+        resource_busy=jnp.zeros(n_resources, dt),
+        held=jnp.zeros((n_items, n_hops), dt),
+        allocation=empty_allocation(n_items, n_resources, dt),
+        events=zero,
+        merged=zero,
+        rounds=zero,
+        max_rounds=zero,
+        status=zero,
+        trace_time=jnp.full(record, jnp.inf, dt),
+        trace_load=jnp.zeros((record, n_resources), dt),
+    )
 
 
-def step(network: Network, program: Program, s: SimState, *, latency: Float[AnyArray, " N"],
-         floor: Float[AnyArray, " N"], dense: Float[AnyArray, "N R"] | None = None, loop: str = "lax",
-         tolerance: float = 0.0) -> SimState:
+def step(
+    network: Network,
+    program: Program,
+    s: SimState,
+    *,
+    latency: Float[AnyArray, " N"],
+    floor: Float[AnyArray, " N"],
+    dense: Float[AnyArray, "N R"] | None = None,
+    loop: str = "lax",
+    tolerance: float = 0.0,
+) -> SimState:
     """Schedules what became ready at s.time, allocates rates, and advances to the next event.
 
     latency: `route_latency`; floor: `rate_floor` of every routed item; dense: None or `incidence` (all
@@ -73,8 +92,9 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[AnyA
 
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
-    alloc = maxmin_rates(network.capacity, program.route, moving, prior=s.allocation, floor=floor, dense=dense,
-                         loop=loop)
+    alloc = maxmin_rates(
+        network.capacity, program.route, moving, prior=s.allocation, floor=floor, dense=dense, loop=loop
+    )
     rate = alloc.rate
 
     # 3. Next event: a completion or a first byte (release + latency expiry).
@@ -97,12 +117,15 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[AnyA
         # joins this event. Rates hold until the window's last event; items finishing inside it finish at
         # their own time under those rates, and stop crossing their links then.
         window = t_next + tolerance * jnp.abs(t_next)
-        last = jnp.maximum(jnp.max(jnp.where(t_done <= window, t_done, -jnp.inf)),
-                           jnp.max(jnp.where(t_first <= window, t_first, -jnp.inf)))
+        last = jnp.maximum(
+            jnp.max(jnp.where(t_done <= window, t_done, -jnp.inf)),
+            jnp.max(jnp.where(t_first <= window, t_first, -jnp.inf)),
+        )
         t_end = jnp.where(stalled, t, jnp.maximum(t_next, last))
         late = t_next + TIE * jnp.abs(t_next)
-        merged = merged + jnp.sum((moving & (t_done > late) & (t_done <= window))
-                                  | (t_first > late) & (t_first <= window)).astype(merged.dtype)
+        merged = merged + jnp.sum(
+            (moving & (t_done > late) & (t_done <= window)) | (t_first > late) & (t_first <= window)
+        ).astype(merged.dtype)
         finishing = moving & (t_done <= window)
         finish = jnp.where(finishing, t_done, s.finish)
         early = jnp.where(finishing, rate * (t_end - t_done), 0.0)  # bytes the load over-counts
@@ -122,18 +145,38 @@ def step(network: Network, program: Program, s: SimState, *, latency: Float[AnyA
         trace_time = trace_time.at[s.events].set(t, mode="drop")
         trace_load = trace_load.at[s.events].set(alloc.load, mode="drop")
     return SimState(
-        time=t_next, remaining=remaining, started=started, done=s.done | finishing,
-        start=start, first_byte=first_byte, finish=finish,
+        time=t_next,
+        remaining=remaining,
+        started=started,
+        done=s.done | finishing,
+        start=start,
+        first_byte=first_byte,
+        finish=finish,
         resource_bytes=s.resource_bytes + moved_bytes,
         resource_busy=s.resource_busy + jnp.where(alloc.load > 0, gap, 0.0),
-        held=held, allocation=alloc, events=s.events + 1, merged=merged, rounds=s.rounds + alloc.rounds,
-        max_rounds=jnp.maximum(s.max_rounds, alloc.rounds), status=status.astype(jnp.int32),
-        trace_time=trace_time, trace_load=trace_load)
+        held=held,
+        allocation=alloc,
+        events=s.events + 1,
+        merged=merged,
+        rounds=s.rounds + alloc.rounds,
+        max_rounds=jnp.maximum(s.max_rounds, alloc.rounds),
+        status=status.astype(jnp.int32),
+        trace_time=trace_time,
+        trace_load=trace_load,
+    )
 
 
-def run(network: Network, program: Program, *, max_events: int, loop: str = "lax",
-        record: int = 0, dense: bool | None = None, tolerance: float = 0.0,
-        progress: Callable[[Any, Any, Any], None] | None = None) -> SimState:
+def run(
+    network: Network,
+    program: Program,
+    *,
+    max_events: int,
+    loop: str = "lax",
+    record: int = 0,
+    dense: bool | None = None,
+    tolerance: float = 0.0,
+    progress: Callable[[Any, Any, Any], None] | None = None,
+) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
     One event handles every completion and first byte that falls on the same instant.
@@ -162,7 +205,8 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
         raise ValueError(
             "netsim.kernels.run needs float64 sizes and capacities (simulated time accumulates in float64);"
             f" got {program.size.dtype} and {network.capacity.dtype}: enable x64 with"
-            " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`")
+            " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`"
+        )
     n_resources = network.capacity.shape[0]
     latency = route_latency(network, program)
     everyone = jnp.ones(program.route.shape[0], bool)  # padding items cross nothing: they add no users
@@ -177,17 +221,23 @@ def run(network: Network, program: Program, *, max_events: int, loop: str = "lax
     padding = jnp.sum(~jnp.any(program.route < n_resources, axis=1))  # done from the start, not reported
 
     def body(s: SimState) -> SimState:
-        s = step(network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance)
+        s = step(
+            network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance
+        )
         if progress is not None:
-            jax.lax.cond(s.events % PROGRESS_EVERY == 0,
-                         lambda: jax.debug.callback(progress, s.events, s.time, jnp.sum(s.done) - padding),
-                         lambda: None)
+            jax.lax.cond(
+                s.events % PROGRESS_EVERY == 0,
+                lambda: jax.debug.callback(progress, s.events, s.time, jnp.sum(s.done) - padding),
+                lambda: None,
+            )
         return s
 
     s = eqxi.while_loop(
-        unfinished, body,
+        unfinished,
+        body,
         initial_state(program, n_resources, record),
-        max_steps=None if loop == "lax" else max_events, kind=loop)
+        max_steps=None if loop == "lax" else max_events,
+        kind=loop,
+    )
     late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))
-

@@ -34,8 +34,9 @@ def incidence(route: Int[AnyArray, "N H"], n_res: int, dtype=jnp.float64) -> Flo
     return jnp.zeros((route.shape[0], n_res + 1), dtype).at[rows, route].add(1)[:, :n_res]
 
 
-def to_resources(values: AnyArray, route: Int[AnyArray, "N H"], n_res: int,
-                 dense: Float[AnyArray, "N R"] | None = None) -> AnyArray:
+def to_resources(
+    values: AnyArray, route: Int[AnyArray, "N H"], n_res: int, dense: Float[AnyArray, "N R"] | None = None
+) -> AnyArray:
     """Per-item values summed over the resources each item crosses (once per hop; padding hops drop
     out): scatters, or a matrix product with `dense` (`incidence(route)`)."""
     if dense is None:  # one scatter per hop column: no broadcast N x H copy of the values
@@ -58,8 +59,9 @@ def compact(mask: Bool[AnyArray, " N"], size: int) -> Int[AnyArray, " size"]:
     """Indices of the first `size` True entries of mask, in order; len(mask) fills the rest."""
     n = mask.shape[0]
     blocks = jnp.pad(mask, (0, -n % BLOCK)).astype(jnp.float32).reshape(-1, BLOCK)
-    within = jnp.matmul(blocks, jnp.triu(jnp.ones((BLOCK, BLOCK), jnp.float32)),
-                        precision=jax.lax.Precision.HIGHEST)  # exact: counts <= BLOCK
+    within = jnp.matmul(
+        blocks, jnp.triu(jnp.ones((BLOCK, BLOCK), jnp.float32)), precision=jax.lax.Precision.HIGHEST
+    )  # exact: counts <= BLOCK
     before = jnp.cumsum(within[:, -1].astype(jnp.int32)) - within[:, -1].astype(jnp.int32)
     count = (within.astype(jnp.int32) + before[:, None]).ravel()[:n]  # inclusive prefix count
     slot = jnp.where(mask, count - 1, size)
@@ -74,15 +76,18 @@ def buffer_sizes(n_items: int) -> list[int]:
     return sizes
 
 
-def rate_floor(capacity: Float[AnyArray, " R"], route: Int[AnyArray, "N H"],
-               active: Bool[AnyArray, " N"]) -> Float[AnyArray, " N"]:
+def rate_floor(
+    capacity: Float[AnyArray, " R"], route: Int[AnyArray, "N H"], active: Bool[AnyArray, " N"]
+) -> Float[AnyArray, " N"]:
     """A lower bound on each item's max-min rate among `active`: min over its resources of capacity /
     (active items crossing there). An item is the largest user of its bottleneck, which is full."""
     users = to_resources(active.astype(capacity.dtype), route, capacity.shape[0])
     return jnp.min(gather(capacity / jnp.maximum(users, 1.0), route, jnp.inf), axis=1)
 
 
-def reusable(prior: Allocation, active: Bool[AnyArray, " N"], floor: Float[AnyArray, " N"]) -> Bool[AnyArray, " N"]:
+def reusable(
+    prior: Allocation, active: Bool[AnyArray, " N"], floor: Float[AnyArray, " N"]
+) -> Bool[AnyArray, " N"]:
     """Items whose rate in `prior` is still their max-min fair rate among `active`.
 
     Let theta be the smallest rate among the items that left and the smallest `floor` among those that
@@ -94,15 +99,21 @@ def reusable(prior: Allocation, active: Bool[AnyArray, " N"], floor: Float[AnyAr
     """
     was = prior.active
     left, joined = was & ~active, active & ~was
-    theta = jnp.minimum(jnp.min(jnp.where(left, prior.rate, jnp.inf)), jnp.min(jnp.where(joined, floor, jnp.inf)))
+    theta = jnp.minimum(
+        jnp.min(jnp.where(left, prior.rate, jnp.inf)), jnp.min(jnp.where(joined, floor, jnp.inf))
+    )
     return was & active & (prior.rate < theta * (1 - MARGIN))
 
 
 def empty_allocation(n_items: int, n_resources: int, dtype) -> Allocation:
     """The allocation of no items: a `prior` that makes `maxmin_rates` fill from scratch."""
-    return Allocation(active=jnp.zeros(n_items, bool), rate=jnp.zeros(n_items, dtype),
-                      bottleneck=jnp.zeros(n_items, jnp.int32), load=jnp.zeros(n_resources, dtype),
-                      rounds=jnp.zeros((), jnp.int32))
+    return Allocation(
+        active=jnp.zeros(n_items, bool),
+        rate=jnp.zeros(n_items, dtype),
+        bottleneck=jnp.zeros(n_items, jnp.int32),
+        load=jnp.zeros(n_resources, dtype),
+        rounds=jnp.zeros((), jnp.int32),
+    )
 
 
 def maxmin_rates(
@@ -143,12 +154,17 @@ def maxmin_rates(
         prior = empty_allocation(n_items, n_res, dt)
         keep = jnp.zeros_like(live)
     elif floor is None:
-        raise ValueError("maxmin_rates: `prior` needs `floor` (from rate_floor) to tell which rates still hold")
+        raise ValueError(
+            "maxmin_rates: `prior` needs `floor` (from rate_floor) to tell which rates still hold"
+        )
     else:
         if dense is None:  # large fabric: at events where items join, bound them by their links' current
             # users (one more scatter, but it keeps far more rates; under vmap both branches run)
-            floor = jax.lax.cond(jnp.any(live & ~prior.active),
-                                 lambda: jnp.maximum(floor, rate_floor(capacity, route, live)), lambda: floor)
+            floor = jax.lax.cond(
+                jnp.any(live & ~prior.active),
+                lambda: jnp.maximum(floor, rate_floor(capacity, route, live)),
+                lambda: floor,
+            )
         keep = reusable(prior, live, floor)
     live = live & ~keep
     # Updates to spare capacity (real part, subtracted) and users (imaginary part, subtracted) wait in
@@ -174,9 +190,13 @@ def maxmin_rates(
         fits_next = sizes[k + 1] if k + 1 < len(sizes) else 0
         entered = sub_live  # the items this buffer fills; those still live are written again later
         sub_rate, sub_bottleneck, sub_live, sub_pending, spare, users, rounds = _rounds(
-            sub_route, sub_live, sub_pending, spare, users, rounds, fits_next, loop, dense if k == 0 else None)
+            sub_route, sub_live, sub_pending, spare, users, rounds, fits_next, loop, dense if k == 0 else None
+        )
         if k == 0:  # slots are items
-            rate, bottleneck = jnp.where(entered, sub_rate, rate), jnp.where(entered, sub_bottleneck, bottleneck)
+            rate, bottleneck = (
+                jnp.where(entered, sub_rate, rate),
+                jnp.where(entered, sub_bottleneck, bottleneck),
+            )
         else:
             filled = jnp.where(entered, index, n_items)
             rate = rate.at[filled].set(sub_rate, mode="drop")
@@ -186,8 +206,17 @@ def maxmin_rates(
     return Allocation(active=active, rate=rate, bottleneck=bottleneck, load=capacity - spare, rounds=rounds)
 
 
-def _rounds(route, live, pending: Complex[AnyArray, " n"], spare, users, rounds, fits_next: int, loop: str,
-            dense: Float[AnyArray, "n R"] | None):
+def _rounds(
+    route,
+    live,
+    pending: Complex[AnyArray, " n"],
+    spare,
+    users,
+    rounds,
+    fits_next: int,
+    loop: str,
+    dense: Float[AnyArray, "n R"] | None,
+):
     """Freezing rounds on one buffer, until at most `fits_next` of its items are live or pending."""
     n_res = spare.shape[0]
     n_hops = route.shape[1]
@@ -209,8 +238,11 @@ def _rounds(route, live, pending: Complex[AnyArray, " n"], spare, users, rounds,
         item_share = jnp.min(hop_share, axis=1)  # the item's tightest share
         if dense is None:  # no live item on the resource has a smaller share elsewhere
             live_share = jnp.where(live, item_share, jnp.inf)
-            neighbour = jnp.full(n_res + 1, jnp.inf, dt).at[route.ravel()].min(
-                jnp.repeat(live_share, n_hops), mode="promise_in_bounds")[:n_res]
+            neighbour = (
+                jnp.full(n_res + 1, jnp.inf, dt)
+                .at[route.ravel()]
+                .min(jnp.repeat(live_share, n_hops), mode="promise_in_bounds")[:n_res]
+            )
             local_min = has & (share <= neighbour)
         else:  # the same test as a sum: live items on r have item_share <= share[r], so r is a local
             # minimum iff their shortfall sum(share[r] - item_share) is 0, up to the sum's rounding
@@ -223,7 +255,15 @@ def _rounds(route, live, pending: Complex[AnyArray, " n"], spare, users, rounds,
         rate = jnp.where(newly, item_share, rate)
         bottleneck = jnp.where(newly, jnp.argmax(hit, axis=1).astype(bottleneck.dtype), bottleneck)
         pending = jax.lax.complex(jnp.where(newly, item_share, 0.0), newly.astype(dt))  # applied next round
-        return rate, bottleneck, live & ~newly, pending, spare, users, rounds + jnp.any(live).astype(rounds.dtype)
+        return (
+            rate,
+            bottleneck,
+            live & ~newly,
+            pending,
+            spare,
+            users,
+            rounds + jnp.any(live).astype(rounds.dtype),
+        )
 
     n = route.shape[0]
     init = (jnp.zeros(n, dt), jnp.zeros(n, jnp.int32), live, pending, spare, users, rounds)

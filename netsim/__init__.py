@@ -1,8 +1,8 @@
 """netsim: a JAX-accelerated flow-level network simulator for AI systems.
 
-    scenario = netsim.Scenario.load("examples/pcie_ring_allreduce.json")
-    result = netsim.simulate(scenario)
-    print(result.summary())
+scenario = netsim.Scenario.load("examples/pcie_ring_allreduce.json")
+result = netsim.simulate(scenario)
+print(result.summary())
 """
 
 import importlib as _importlib

@@ -83,18 +83,25 @@ def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
     For use under `jax.vmap(kernels.run, in_axes=batch_axes(...))` in traced code (calibration losses);
     `run_batch` applies the same rule.
     """
+
     def axis(x, ndim: int, name: str):
         if np.ndim(x) == ndim + 1:
             return 0
         if np.ndim(x) == ndim:
             return None
-        raise ScenarioError(f"{name}: expected {ndim} dimensions (shared) or {ndim + 1} (batched), "
-                            f"got shape {np.shape(x)}")
+        raise ScenarioError(
+            f"{name}: expected {ndim} dimensions (shared) or {ndim + 1} (batched), got shape {np.shape(x)}"
+        )
 
     net = [axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
-    prog = [axis(getattr(program, f), _NDIM[f], f"program.{f}") for f in ("route", "size", "release", "overhead", "after")]
+    prog = [
+        axis(getattr(program, f), _NDIM[f], f"program.{f}")
+        for f in ("route", "size", "release", "overhead", "after")
+    ]
     # the containers hold axes, not arrays: rebuild them from their tree structure, not their __init__
-    return jax.tree.unflatten(jax.tree.structure(network), net), jax.tree.unflatten(jax.tree.structure(program), prog)
+    return jax.tree.unflatten(jax.tree.structure(network), net), jax.tree.unflatten(
+        jax.tree.structure(program), prog
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,15 +127,28 @@ class BatchRun:
         bad = np.flatnonzero(~self.ok)
         if bad.size:
             i = int(bad[0])
-            reasons = Status(int(self.status[i])).reasons(events=int(self.events[i]), max_events=self.max_events)
-            raise SimulationError(f"{where}: {bad.size} of {self.status.size} points did not finish; point {i}: "
-                                  + "; ".join(reasons))
+            reasons = Status(int(self.status[i])).reasons(
+                events=int(self.events[i]), max_events=self.max_events
+            )
+            raise SimulationError(
+                f"{where}: {bad.size} of {self.status.size} points did not finish; point {i}: "
+                + "; ".join(reasons)
+            )
         return self
 
 
-def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequence[str] = ("makespan",),
-              throw: bool = True, devices: Sequence[jax.Device] | None = None, width: int | None = None,
-              loop: str = "lax", tolerance: float = 0.0) -> BatchRun:
+def run_batch(
+    network: Network,
+    program: Program,
+    *,
+    max_events: int,
+    keep: Sequence[str] = ("makespan",),
+    throw: bool = True,
+    devices: Sequence[jax.Device] | None = None,
+    width: int | None = None,
+    loop: str = "lax",
+    tolerance: float = 0.0,
+) -> BatchRun:
     """Runs the engine on every point of a batch in one jitted vmap, sharded over `devices`.
 
     Args:
@@ -150,11 +170,17 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
         raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
     axes = batch_axes(network, program)
     leaves = jax.tree.leaves((network, program))
-    sizes = {np.shape(x)[0] for x, ax in zip(leaves, jax.tree.leaves(axes, is_leaf=lambda a: a is None), strict=True)
-             if ax == 0}
+    sizes = {
+        np.shape(x)[0]
+        for x, ax in zip(leaves, jax.tree.leaves(axes, is_leaf=lambda a: a is None), strict=True)
+        if ax == 0
+    }
     if len(sizes) != 1:
-        raise ScenarioError(f"batch: the batched inputs disagree on the batch size ({sorted(sizes)})"
-                            if sizes else "batch: no input has a batch axis")
+        raise ScenarioError(
+            f"batch: the batched inputs disagree on the batch size ({sorted(sizes)})"
+            if sizes
+            else "batch: no input has a batch axis"
+        )
     (n,) = sizes
     devices = tuple(jax.devices() if devices is None else devices)
     n_dev = len(devices)
@@ -170,8 +196,11 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
     net, prog = jax.tree.map(pad, (network, program), axes, is_leaf=lambda a: a is None)
     fn, shardings = _runner(max_events, keep, loop, tolerance, axes, devices)
     with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
-        args = jax.tree.map(lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
-                            (net, prog), shardings)
+        args = jax.tree.map(
+            lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
+            (net, prog),
+            shardings,
+        )
         out = fn(*args)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
@@ -183,8 +212,14 @@ def run_batch(network: Network, program: Program, *, max_events: int, keep: Sequ
 
 
 @functools.lru_cache(maxsize=32)
-def _runner(max_events: int, keep: tuple[str, ...], loop: str, tolerance: float, axes: tuple[Network, Program],
-            devices: tuple[jax.Device, ...]):
+def _runner(
+    max_events: int,
+    keep: tuple[str, ...],
+    loop: str,
+    tolerance: float,
+    axes: tuple[Network, Program],
+    devices: tuple[jax.Device, ...],
+):
     """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
     outputs and batching pattern share one compile)."""
 
@@ -199,7 +234,10 @@ def _runner(max_events: int, keep: tuple[str, ...], loop: str, tolerance: float,
     specs = jax.tree.map(lambda ax: P("batch") if ax == 0 else P(), axes, is_leaf=lambda a: a is None)
     # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
     # which the varying-axes check would reject
-    mapped = jax.shard_map(jax.vmap(one, in_axes=axes), mesh=mesh, in_specs=specs, out_specs=P("batch"),
-                           check_vma=False)
-    shardings = jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P))
+    mapped = jax.shard_map(
+        jax.vmap(one, in_axes=axes), mesh=mesh, in_specs=specs, out_specs=P("batch"), check_vma=False
+    )
+    shardings = jax.tree.map(
+        lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P)
+    )
     return jax.jit(mapped), shardings

@@ -7,18 +7,22 @@ import json
 import os
 import sys
 
-TOPOLOGY_HELP = ("a netsim.topology preset name (e.g. rtx4090-8x-epyc7542; a calibrated preset gives its fitted "
-                 "figures), an `nvidia-smi topo -m` file, or a calibration JSON written by `netsim calibrate`")
+TOPOLOGY_HELP = (
+    "a netsim.topology preset name (e.g. rtx4090-8x-epyc7542; a calibrated preset gives its fitted "
+    "figures), an `nvidia-smi topo -m` file, or a calibration JSON written by `netsim calibrate`"
+)
 
 
 def register(subparsers) -> None:
     """Adds the `calibrate` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "calibrate", help="fit link, protocol and shared-resource parameters to measured traces",
+        "calibrate",
+        help="fit link, protocol and shared-resource parameters to measured traces",
         description="Reads nccl-tests tables and p2pBandwidthLatencyTest matrices (text, or HDF5 written by "
-                    "netsim.calibrate.save_trace), fits the topology's parameters by gradient descent through "
-                    "the simulator, and writes them as a calibration JSON that `netsim.topology.load` and "
-                    "`netsim predict --params` read (see docs/calibration.md).")
+        "netsim.calibrate.save_trace), fits the topology's parameters by gradient descent through "
+        "the simulator, and writes them as a calibration JSON that `netsim.topology.load` and "
+        "`netsim predict --params` read (see docs/calibration.md).",
+    )
     p.add_argument("traces", nargs="+", help="trace files (.txt logs or .h5)")
     p.add_argument("--topology", required=True, help=TOPOLOGY_HELP)
     p.add_argument("--out", required=True, help="calibration JSON to write")
@@ -62,8 +66,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     entry = topology_entry(args.topology)
     if entry is None:
-        print(f"netsim: error: --topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) "
-              "nor a file", file=sys.stderr)
+        print(
+            f"netsim: error: --topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) "
+            "nor a file",
+            file=sys.stderr,
+        )
         return 2
     topo, staged = load(args.topology, p2p=True), load(args.topology, p2p=False)
     try:

@@ -122,7 +122,9 @@ def identifier(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value:
         raise ScenarioError(f"{field}: must be a non-empty string, got {show(value)}")
     if not value.isprintable():
-        raise ScenarioError(f"{field}: must be printable (no control characters such as NUL), got {show(value)}")
+        raise ScenarioError(
+            f"{field}: must be printable (no control characters such as NUL), got {show(value)}"
+        )
     return value
 
 

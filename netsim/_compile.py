@@ -49,7 +49,9 @@ class Shape:
 
     def __or__(self, other: Shape) -> Shape:
         """The smallest shape holding both (elementwise max)."""
-        return Shape(*(max(a, b) for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
+        return Shape(
+            *(max(a, b) for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True))
+        )
 
     def holds(self, other: Shape) -> bool:
         return (self | other) == self
@@ -76,7 +78,9 @@ class Compiled:
     routes: tuple[tuple[str, ...], ...]  # per flow, the route used (given or computed): link ids
     devices: tuple[str, ...]
     shape: Shape
-    hops: tuple[tuple[str, ...], ...]  # per flow, the resource id of each hop: its route, then shared resources
+    hops: tuple[
+        tuple[str, ...], ...
+    ]  # per flow, the resource id of each hop: its route, then shared resources
 
     @property
     def max_events(self) -> int:
@@ -120,7 +124,9 @@ class Compiled:
         if shape == self.shape:
             return self
         if not shape.holds(self.shape):
-            raise ScenarioError(f"shape: {shape} is smaller than scenario {self.scenario.name!r} needs ({self.shape})")
+            raise ScenarioError(
+                f"shape: {shape} is smaller than scenario {self.scenario.name!r} needs ({self.shape})"
+            )
         old, net, prog = self.shape, self.network, self.program
         route = np.full((shape.items, shape.hops), shape.resources, np.int32)
         route[: old.items, : old.hops] = np.where(prog.route == old.resources, shape.resources, prog.route)
@@ -128,8 +134,13 @@ class Compiled:
         after[: old.items, : old.after] = np.where(prog.after == old.items, shape.items, prog.after)
         grow = lambda x, n, fill: np.concatenate([x, np.full(n - x.shape[0], fill, x.dtype)])
         network = Network(grow(net.capacity, shape.resources, 1.0), grow(net.latency, shape.resources, 0.0))
-        program = Program(route, grow(prog.size, shape.items, 0.0), grow(prog.release, shape.items, 0.0),
-                          grow(prog.overhead, shape.items, 0.0), after)
+        program = Program(
+            route,
+            grow(prog.size, shape.items, 0.0),
+            grow(prog.release, shape.items, 0.0),
+            grow(prog.overhead, shape.items, 0.0),
+            after,
+        )
         return dataclasses.replace(self, network=network, program=program, shape=shape)
 
 
@@ -164,12 +175,16 @@ def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compi
     n_links, n_items = len(scenario.links), len(index)
     n_hops = max([len(h) for h in hops] + [1])
     preds = max([len(x.after) for x in (*scenario.flows, *scenario.tasks)] + [1])
-    shape = Shape.holding(n_items, n_hops, preds, len(resources) + len(devices)) | (Shape() if shape is None else shape)
+    shape = Shape.holding(n_items, n_hops, preds, len(resources) + len(devices)) | (
+        Shape() if shape is None else shape
+    )
     N, H, P, R = shape.items, shape.hops, shape.after, shape.resources
 
     capacity = np.ones(R)  # padding resources: unused, any positive capacity
     latency = np.zeros(R)  # shared resources add no latency
-    capacity[: len(resources)] = [link.bandwidth for link in scenario.links] + [r.capacity for r in scenario.shared]
+    capacity[: len(resources)] = [link.bandwidth for link in scenario.links] + [
+        r.capacity for r in scenario.shared
+    ]
     latency[:n_links] = [link.latency for link in scenario.links]
     route = np.full((N, H), R, np.int32)
     size = np.zeros(N)
@@ -187,8 +202,15 @@ def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compi
         size[i], release[i] = task.duration, task.start
     for i, item in enumerate((*scenario.flows, *scenario.tasks)):
         after[i, : len(item.after)] = [index[a] for a in item.after]
-    return Compiled(scenario, Network(capacity, latency), Program(route, size, release, overhead, after),
-                    routes, devices, shape, hops)
+    return Compiled(
+        scenario,
+        Network(capacity, latency),
+        Program(route, size, release, overhead, after),
+        routes,
+        devices,
+        shape,
+        hops,
+    )
 
 
 def _check_links(scenario: Scenario) -> LinkGraph:
@@ -197,7 +219,9 @@ def _check_links(scenario: Scenario) -> LinkGraph:
         where = f"links[{i}] (id {link.id!r})"
         for name in ("id", "src", "dst"):
             if not isinstance(getattr(link, name), str) or not getattr(link, name):
-                raise ScenarioError(f"links[{i}].{name}: must be a non-empty string, got {getattr(link, name)!r}")
+                raise ScenarioError(
+                    f"links[{i}].{name}: must be a non-empty string, got {getattr(link, name)!r}"
+                )
         if link.id in seen:
             raise ScenarioError(f"{where}: duplicate link id (also links[{seen[link.id]}])")
         seen[link.id] = i
@@ -216,7 +240,9 @@ def _check_shared(scenario: Scenario) -> None:
         if not isinstance(r.id, str) or not r.id:
             raise ScenarioError(f"shared[{i}].id: must be a non-empty string, got {r.id!r}")
         if r.id in links or r.id in seen:
-            raise ScenarioError(f"{where}.id: duplicate resource id (link and shared resource ids share one namespace)")
+            raise ScenarioError(
+                f"{where}.id: duplicate resource id (link and shared resource ids share one namespace)"
+            )
         seen[r.id] = where
         check_number(r.capacity, f"{where}.capacity", positive=True)
         if not r.links:
@@ -234,7 +260,9 @@ def _check_ids(scenario: Scenario) -> dict[str, int]:
             if not isinstance(item.id, str) or not item.id:
                 raise ScenarioError(f"{kind}[{i}].id: must be a non-empty string, got {item.id!r}")
             if item.id in index:
-                raise ScenarioError(f"{kind}[{i}].id: duplicate id {item.id!r} (flow and task ids share one namespace)")
+                raise ScenarioError(
+                    f"{kind}[{i}].id: duplicate id {item.id!r} (flow and task ids share one namespace)"
+                )
             index[item.id] = len(index)
     return index
 
@@ -269,7 +297,9 @@ def _check_tasks(scenario: Scenario) -> None:
 
 def _check_acyclic(scenario: Scenario, index: dict[str, int]) -> None:
     items = (*scenario.flows, *scenario.tasks)
-    kinds = [f"flows[{i}]" for i in range(len(scenario.flows))] + [f"tasks[{i}]" for i in range(len(scenario.tasks))]
+    kinds = [f"flows[{i}]" for i in range(len(scenario.flows))] + [
+        f"tasks[{i}]" for i in range(len(scenario.tasks))
+    ]
     for item, where in zip(items, kinds, strict=True):
         for j, dep in enumerate(item.after):
             if dep not in index:
@@ -294,8 +324,10 @@ def _check_acyclic(scenario: Scenario, index: dict[str, int]) -> None:
                 continue
             k = index[dep]
             if colour[k] == 1:
-                cycle = [items[n].id for n in path[path.index(k):]] + [items[k].id]
-                raise ScenarioError("after: cyclic dependencies: " + " waits on ".join(repr(c) for c in cycle))
+                cycle = [items[n].id for n in path[path.index(k) :]] + [items[k].id]
+                raise ScenarioError(
+                    "after: cyclic dependencies: " + " waits on ".join(repr(c) for c in cycle)
+                )
             if colour[k] == 0:
                 colour[k] = 1
                 path.append(k)

@@ -11,18 +11,27 @@ import numpy as np
 def register(subparsers) -> None:
     """Adds the `predict` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "predict", help="simulate measured tables with fitted parameters and compare",
+        "predict",
+        help="simulate measured tables with fitted parameters and compare",
         description="Simulates every table of the traces that netsim can simulate (nccl-tests collectives, "
-                    "p2pBandwidthLatencyTest matrices) on the calibrated topology and prints measured vs "
-                    "simulated per point, with the mean and max relative error per table (busbw for "
-                    "collectives, bandwidth or latency for copies). Tables from another machine are refused "
-                    "(see docs/calibration.md).")
+        "p2pBandwidthLatencyTest matrices) on the calibrated topology and prints measured vs "
+        "simulated per point, with the mean and max relative error per table (busbw for "
+        "collectives, bandwidth or latency for copies). Tables from another machine are refused "
+        "(see docs/calibration.md).",
+    )
     p.add_argument("traces", nargs="+", help="trace files (.txt logs or .h5)")
-    p.add_argument("--params", required=True,
-                   help="calibration JSON written by `netsim calibrate --out`, or a calibrated preset name")
-    p.add_argument("--p2p", choices=("on", "off", "auto"), default="auto",
-                   help="P2P on (direct routes) or off (host-staged), or as each table says (default auto: "
-                        "NCCL_P2P_DISABLE on its command line, P2P=Disabled matrices, 'P2P not available' notes)")
+    p.add_argument(
+        "--params",
+        required=True,
+        help="calibration JSON written by `netsim calibrate --out`, or a calibrated preset name",
+    )
+    p.add_argument(
+        "--p2p",
+        choices=("on", "off", "auto"),
+        default="auto",
+        help="P2P on (direct routes) or off (host-staged), or as each table says (default auto: "
+        "NCCL_P2P_DISABLE on its command line, P2P=Disabled matrices, 'P2P not available' notes)",
+    )
     p.add_argument("--json", metavar="OUT", help="write the points as JSON (written atomically)")
     p.set_defaults(handler=_predict)
 
@@ -38,8 +47,11 @@ def _predict(args: argparse.Namespace) -> int:
     check_output_path(args.json, "--json", (".json",))
     topo, staged = load(args.params, p2p=True), load(args.params, p2p=False)
     if topo.software is None:
-        print(f"netsim: warning: {args.params} carries no fitted software costs: collectives cost only their "
-              "bytes and latencies", file=sys.stderr)
+        print(
+            f"netsim: warning: {args.params} carries no fitted software costs: collectives cost only their "
+            "bytes and latencies",
+            file=sys.stderr,
+        )
     try:
         traces = read_traces(args.traces)
     except TraceError as e:
@@ -53,11 +65,16 @@ def _predict(args: argparse.Namespace) -> int:
     for line in notes:
         print(line)
     if not experiments:
-        print(f"netsim: error: no table in {', '.join(args.traces)} can be simulated on {topo.name!r}",
-              file=sys.stderr)
+        print(
+            f"netsim: error: no table in {', '.join(args.traces)} can be simulated on {topo.name!r}",
+            file=sys.stderr,
+        )
         return 2
-    print(f"simulating {len(experiments)} tables ({sum(e.n_points for e in experiments)} points) on {topo.name}; "
-          "compiling first (~20 s)", file=sys.stderr)
+    print(
+        f"simulating {len(experiments)} tables ({sum(e.n_points for e in experiments)} points) on {topo.name}; "
+        "compiling first (~20 s)",
+        file=sys.stderr,
+    )
     run = predict(params, experiments, throw=False)
     tables, start = [], 0
     for e in experiments:
@@ -69,8 +86,10 @@ def _predict(args: argparse.Namespace) -> int:
         print(f"\n== {e.name}  ({kind}, {e.n_gpus} GPUs)")
         print("\n".join("   " + line for line in rep.table()))
         bad = int(np.sum(status != 0))
-        print(f"   {rep.quantity}: mean |error| {rep.mean_error:.2%}, max {rep.max_error:.2%} over {e.n_points} points"
-              + (f"; {bad} points did not finish (their status is in --json)" if bad else ""))
+        print(
+            f"   {rep.quantity}: mean |error| {rep.mean_error:.2%}, max {rep.max_error:.2%} over {e.n_points} points"
+            + (f"; {bad} points did not finish (their status is in --json)" if bad else "")
+        )
         points = []
         for b, m, s, label, st in zip(e.moved, e.measured, t, e.labels, status, strict=True):
             point = {"bytes": float(b), "measured_s": float(m), "simulated_s": float(s)}
@@ -81,4 +100,3 @@ def _predict(args: argparse.Namespace) -> int:
         save(args.json, {"params": args.params, "topology": topo.name, "tables": tables})
         print(f"\nwrote {args.json}")
     return 0
-

@@ -50,7 +50,9 @@ class Result:
     shared_busy: np.ndarray  # s with traffic
     device_ids: tuple[str, ...]
     device_busy: np.ndarray  # s with at least one task running
-    held: np.ndarray  # [flows, hops] s each flow spent bottlenecked on each hop (Compiled.hops: route, shared)
+    held: (
+        np.ndarray
+    )  # [flows, hops] s each flow spent bottlenecked on each hop (Compiled.hops: route, shared)
     makespan: float
     status: Status  # OK, or why the run did not finish (simulate(throw=False))
     events: int
@@ -69,21 +71,31 @@ class Result:
         return cls(
             compiled=compiled,
             flow_ids=tuple(f.id for f in compiled.scenario.flows),
-            flow_start=s["start"][flows], flow_first_byte=s["first_byte"][flows], flow_finish=s["finish"][flows],
+            flow_start=s["start"][flows],
+            flow_first_byte=s["first_byte"][flows],
+            flow_finish=s["finish"][flows],
             task_ids=tuple(t.id for t in compiled.scenario.tasks),
-            task_start=s["start"][tasks], task_finish=s["finish"][tasks],
+            task_start=s["start"][tasks],
+            task_finish=s["finish"][tasks],
             link_ids=tuple(link.id for link in compiled.scenario.links),
-            link_bytes=s["resource_bytes"][links], link_busy=s["resource_busy"][links],
+            link_bytes=s["resource_bytes"][links],
+            link_busy=s["resource_busy"][links],
             shared_ids=tuple(r.id for r in compiled.scenario.shared),
             shared_bytes=s["resource_bytes"][compiled.shared_slice],
             shared_busy=s["resource_busy"][compiled.shared_slice],
-            device_ids=compiled.devices, device_busy=s["resource_busy"][compiled.device_slice],
+            device_ids=compiled.devices,
+            device_busy=s["resource_busy"][compiled.device_slice],
             held=s["held"][flows],
             makespan=float(finish.max()) if finish.size else 0.0,
-            status=Status(int(s["status"])), events=int(s["events"]), merged=int(s["merged"]), rounds=int(s["rounds"]),
+            status=Status(int(s["status"])),
+            events=int(s["events"]),
+            merged=int(s["merged"]),
+            rounds=int(s["rounds"]),
             max_rounds=int(s["max_rounds"]),
             wall_time=wall_time,
-            trace_time=s["trace_time"][: int(s["events"])], trace_load=s["trace_load"][: int(s["events"]), links])
+            trace_time=s["trace_time"][: int(s["events"])],
+            trace_load=s["trace_load"][: int(s["events"]), links],
+        )
 
     # --- lookups --------------------------------------------------------------------------------
     @property
@@ -115,11 +127,15 @@ class Result:
 
     def flow(self, flow_id: str) -> Timing:
         i = _find(self.flow_ids, flow_id, "flow")
-        return Timing(flow_id, float(self.flow_start[i]), float(self.flow_first_byte[i]), float(self.flow_finish[i]))
+        return Timing(
+            flow_id, float(self.flow_start[i]), float(self.flow_first_byte[i]), float(self.flow_finish[i])
+        )
 
     def task(self, task_id: str) -> Timing:
         i = _find(self.task_ids, task_id, "task")
-        return Timing(task_id, float(self.task_start[i]), float(self.task_start[i]), float(self.task_finish[i]))
+        return Timing(
+            task_id, float(self.task_start[i]), float(self.task_start[i]), float(self.task_finish[i])
+        )
 
     def timing(self, item_id: str) -> Timing:
         """A flow's or a task's times."""
@@ -149,21 +165,46 @@ class Result:
 
     # --- output ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        flows = [{"id": fid, "start": float(a), "first_byte": float(b), "finish": float(c),
-                  "bottlenecks": self.bottlenecks(fid)}
-                 for fid, a, b, c in zip(self.flow_ids, self.flow_start, self.flow_first_byte,
-                                         self.flow_finish, strict=True)]
-        tasks = [{"id": tid, "start": float(a), "finish": float(b)}
-                 for tid, a, b in zip(self.task_ids, self.task_start, self.task_finish, strict=True)]
-        links = [{"id": lid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
-                 for lid, b, u, x in zip(self.link_ids, self.link_bytes, self.link_busy,
-                                         self.link_utilization, strict=True)]
-        shared = [{"id": rid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
-                  for rid, b, u, x in zip(self.shared_ids, self.shared_bytes, self.shared_busy,
-                                          self.shared_utilization, strict=True)]
-        return {"scenario": self.compiled.scenario.name, "makespan": self.makespan, "events": self.events,
-                "rounds": self.rounds, "max_rounds": self.max_rounds, "wall_time": self.wall_time,
-                "flows": flows, "tasks": tasks, "links": links, **({"shared": shared} if shared else {})}
+        flows = [
+            {
+                "id": fid,
+                "start": float(a),
+                "first_byte": float(b),
+                "finish": float(c),
+                "bottlenecks": self.bottlenecks(fid),
+            }
+            for fid, a, b, c in zip(
+                self.flow_ids, self.flow_start, self.flow_first_byte, self.flow_finish, strict=True
+            )
+        ]
+        tasks = [
+            {"id": tid, "start": float(a), "finish": float(b)}
+            for tid, a, b in zip(self.task_ids, self.task_start, self.task_finish, strict=True)
+        ]
+        links = [
+            {"id": lid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
+            for lid, b, u, x in zip(
+                self.link_ids, self.link_bytes, self.link_busy, self.link_utilization, strict=True
+            )
+        ]
+        shared = [
+            {"id": rid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
+            for rid, b, u, x in zip(
+                self.shared_ids, self.shared_bytes, self.shared_busy, self.shared_utilization, strict=True
+            )
+        ]
+        return {
+            "scenario": self.compiled.scenario.name,
+            "makespan": self.makespan,
+            "events": self.events,
+            "rounds": self.rounds,
+            "max_rounds": self.max_rounds,
+            "wall_time": self.wall_time,
+            "flows": flows,
+            "tasks": tasks,
+            "links": links,
+            **({"shared": shared} if shared else {}),
+        }
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes JSON, or HDF5 when the name ends in .h5/.hdf5; atomically either way.
@@ -180,17 +221,40 @@ class Result:
         import h5py
 
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
-            f.attrs.update(scenario=self.compiled.scenario.name, makespan=self.makespan,
-                           events=self.events, rounds=self.rounds, max_rounds=self.max_rounds,
-                           wall_time=self.wall_time)
+            f.attrs.update(
+                scenario=self.compiled.scenario.name,
+                makespan=self.makespan,
+                events=self.events,
+                rounds=self.rounds,
+                max_rounds=self.max_rounds,
+                wall_time=self.wall_time,
+            )
             for group, ids, cols in (
-                    ("flows", self.flow_ids, {"start": self.flow_start, "first_byte": self.flow_first_byte,
-                                              "finish": self.flow_finish}),
-                    ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
-                    ("links", self.link_ids, {"bytes": self.link_bytes, "busy": self.link_busy,
-                                              "utilization": self.link_utilization}),
-                    ("shared", self.shared_ids, {"bytes": self.shared_bytes, "busy": self.shared_busy,
-                                                 "utilization": self.shared_utilization})):
+                (
+                    "flows",
+                    self.flow_ids,
+                    {
+                        "start": self.flow_start,
+                        "first_byte": self.flow_first_byte,
+                        "finish": self.flow_finish,
+                    },
+                ),
+                ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
+                (
+                    "links",
+                    self.link_ids,
+                    {"bytes": self.link_bytes, "busy": self.link_busy, "utilization": self.link_utilization},
+                ),
+                (
+                    "shared",
+                    self.shared_ids,
+                    {
+                        "bytes": self.shared_bytes,
+                        "busy": self.shared_busy,
+                        "utilization": self.shared_utilization,
+                    },
+                ),
+            ):
                 g = f.create_group(group)
                 g["id"] = np.array(ids, dtype=h5py.string_dtype())
                 for name, col in cols.items():
@@ -200,12 +264,14 @@ class Result:
     def summary(self, top: int = 5) -> str:
         """A readable table: totals, the slowest flows with their bottleneck, the busiest links."""
         sc = self.compiled.scenario
-        lines = [f"scenario {sc.name or '(unnamed)'}: {len(sc.links)} links, {len(sc.flows)} flows, "
-                 f"{len(sc.tasks)} tasks",
-                 *([textwrap.fill(sc.description, 100)] if sc.description else []),
-                 f"makespan {format_quantity(self.makespan, 'time')}   events {self.events}   "
-                 f"max-min rounds {self.rounds} (max {self.max_rounds} per event)   "
-                 f"wall {format_quantity(self.wall_time, 'time')}"]
+        lines = [
+            f"scenario {sc.name or '(unnamed)'}: {len(sc.links)} links, {len(sc.flows)} flows, "
+            f"{len(sc.tasks)} tasks",
+            *([textwrap.fill(sc.description, 100)] if sc.description else []),
+            f"makespan {format_quantity(self.makespan, 'time')}   events {self.events}   "
+            f"max-min rounds {self.rounds} (max {self.max_rounds} per event)   "
+            f"wall {format_quantity(self.wall_time, 'time')}",
+        ]
         if self.flow_ids:
             order = np.argsort(-(self.flow_finish - self.flow_start))[:top]
             lines += ["", f"{'longest flows':<28}{'start':>12}{'finish':>12}{'rate':>14}  held back by"]
@@ -215,26 +281,35 @@ class Result:
                 rate = sc.flows[i].bytes / span if span > 0 else float("inf")
                 held = self.bottlenecks(fid)
                 worst = max(held, key=held.get) if held else "-"
-                lines.append(f"{fid[:27]:<28}{format_quantity(self.flow_start[i], 'time'):>12}"
-                             f"{format_quantity(self.flow_finish[i], 'time'):>12}"
-                             f"{format_quantity(rate, 'bandwidth'):>14}  {worst}")
+                lines.append(
+                    f"{fid[:27]:<28}{format_quantity(self.flow_start[i], 'time'):>12}"
+                    f"{format_quantity(self.flow_finish[i], 'time'):>12}"
+                    f"{format_quantity(rate, 'bandwidth'):>14}  {worst}"
+                )
         if self.link_ids:
             util = self.link_utilization
             order = np.argsort(-util)[:top]
             lines += ["", f"{'busiest links':<28}{'bytes':>12}{'busy':>12}{'util':>8}"]
             for i in order:
-                lines.append(f"{self.link_ids[i][:27]:<28}{format_quantity(self.link_bytes[i], 'bytes'):>12}"
-                             f"{format_quantity(self.link_busy[i], 'time'):>12}{util[i]:>8.1%}")
+                lines.append(
+                    f"{self.link_ids[i][:27]:<28}{format_quantity(self.link_bytes[i], 'bytes'):>12}"
+                    f"{format_quantity(self.link_busy[i], 'time'):>12}{util[i]:>8.1%}"
+                )
         if self.shared_ids:
             util = self.shared_utilization
             lines += ["", f"{'shared resources':<28}{'bytes':>12}{'busy':>12}{'util':>8}"]
             for i in np.argsort(-util)[:top]:
-                lines.append(f"{self.shared_ids[i][:27]:<28}{format_quantity(self.shared_bytes[i], 'bytes'):>12}"
-                             f"{format_quantity(self.shared_busy[i], 'time'):>12}{util[i]:>8.1%}")
+                lines.append(
+                    f"{self.shared_ids[i][:27]:<28}{format_quantity(self.shared_bytes[i], 'bytes'):>12}"
+                    f"{format_quantity(self.shared_busy[i], 'time'):>12}{util[i]:>8.1%}"
+                )
         if self.task_ids:
-            lines += ["", f"{len(self.task_ids)} tasks on {len(self.device_ids)} devices; busiest device "
-                      f"{self.device_ids[int(np.argmax(self.device_busy))]} "
-                      f"({format_quantity(float(self.device_busy.max()), 'time')} busy)"]
+            lines += [
+                "",
+                f"{len(self.task_ids)} tasks on {len(self.device_ids)} devices; busiest device "
+                f"{self.device_ids[int(np.argmax(self.device_busy))]} "
+                f"({format_quantity(float(self.device_busy.max()), 'time')} busy)",
+            ]
         return "\n".join(lines)
 
 

@@ -75,16 +75,22 @@ class LinkGraph:
             if link.src != at:
                 raise ScenarioError(
                     f"{where}[{i}]: link {lid!r} starts at {link.src!r}, but the route is at {at!r}"
-                    " (a route must be a connected path from src to dst)")
+                    " (a route must be a connected path from src to dst)"
+                )
             if lid in used:
-                raise ScenarioError(f"{where}[{i}]: link {lid!r} is crossed twice (also at [{used[lid]}]); "
-                                    "a route has no loops")
+                raise ScenarioError(
+                    f"{where}[{i}]: link {lid!r} is crossed twice (also at [{used[lid]}]); "
+                    "a route has no loops"
+                )
             used[lid] = i
             at = link.dst
             if at == src:
-                raise ScenarioError(f"{where}[{i}]: link {lid!r} returns to the src {src!r}; a route has no loops")
+                raise ScenarioError(
+                    f"{where}[{i}]: link {lid!r} returns to the src {src!r}; a route has no loops"
+                )
             if at == dst and i < len(route) - 1:
-                raise ScenarioError(f"{where}[{i}]: the route reaches dst {dst!r} before its end; "
-                                    "a route has no loops")
+                raise ScenarioError(
+                    f"{where}[{i}]: the route reaches dst {dst!r} before its end; a route has no loops"
+                )
         if at != dst:
             raise ScenarioError(f"{where}: route ends at {at!r}, not at dst {dst!r}")

@@ -143,8 +143,15 @@ class Scenario:
         shared = [_read(SharedResource, row, f"shared[{i}]") for i, row in enumerate(_rows(data, "shared"))]
         flows = [_read(Flow, row, f"flows[{i}]") for i, row in enumerate(_rows(data, "flows"))]
         tasks = [_read(Task, row, f"tasks[{i}]") for i, row in enumerate(_rows(data, "tasks"))]
-        return cls(links, flows, tasks, per_hop_latency=data.get("per_hop_latency", 0.0),
-                   name=data.get("name", ""), description=data.get("description", ""), shared=shared)
+        return cls(
+            links,
+            flows,
+            tasks,
+            per_hop_latency=data.get("per_hop_latency", 0.0),
+            name=data.get("name", ""),
+            description=data.get("description", ""),
+            shared=shared,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         def row(obj):
@@ -207,8 +214,16 @@ class Scenario:
 #: per class, how each field is checked: an id, ids (a list), a route (ids or None), or a quantity kind
 _FIELDS: dict[type, dict[str, str]] = {
     Link: {"id": "id", "src": "id", "dst": "id", "bandwidth": "bandwidth", "latency": "time"},
-    Flow: {"id": "id", "src": "id", "dst": "id", "bytes": "bytes", "route": "route", "start": "time",
-           "after": "ids", "overhead": "time"},
+    Flow: {
+        "id": "id",
+        "src": "id",
+        "dst": "id",
+        "bytes": "bytes",
+        "route": "route",
+        "start": "time",
+        "after": "ids",
+        "overhead": "time",
+    },
     Task: {"id": "id", "device": "id", "duration": "time", "start": "time", "after": "ids"},
     SharedResource: {"id": "id", "capacity": "bandwidth", "links": "ids", "via": "ids"},
 }
@@ -231,7 +246,9 @@ def _checked(cls: type, values: Mapping[str, Any], where: str) -> dict[str, Any]
         else:
             out[name] = quantity(value, kind, field, positive=kind == "bandwidth")
     if cls is Flow and out["src"] == out["dst"]:
-        raise ScenarioError(f"{where}.dst: same node as src ({out['dst']!r}); a flow crosses at least one link")
+        raise ScenarioError(
+            f"{where}.dst: same node as src ({out['dst']!r}); a flow crosses at least one link"
+        )
     return out
 
 

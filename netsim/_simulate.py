@@ -17,11 +17,23 @@ from ._units import format_quantity
 
 
 @eqx.filter_jit
-def _run(network: kernels.Network, program: kernels.Program, max_events: int, record: int,
-         tolerance: float, progress: bool) -> kernels.SimState:
+def _run(
+    network: kernels.Network,
+    program: kernels.Program,
+    max_events: int,
+    record: int,
+    tolerance: float,
+    progress: bool,
+) -> kernels.SimState:
     # the one jit: max_events, record, tolerance and progress are Python values, hence static
-    return kernels.run(network, program, max_events=max_events, record=record, tolerance=tolerance,
-                       progress=_Progress.report if progress else None)
+    return kernels.run(
+        network,
+        program,
+        max_events=max_events,
+        record=record,
+        tolerance=tolerance,
+        progress=_Progress.report if progress else None,
+    )
 
 
 class _Progress:
@@ -45,13 +57,24 @@ class _Progress:
             return
         cls.last = now
         wall = now - cls.started
-        print(f"netsim: {int(events)} events ({int(events) / wall:.0f}/s), simulated time "
-              f"{format_quantity(float(sim_time), 'time')}, {int(done)} of {cls.items} items done, "
-              f"{wall:.0f} s", file=sys.stderr, flush=True)
+        print(
+            f"netsim: {int(events)} events ({int(events) / wall:.0f}/s), simulated time "
+            f"{format_quantity(float(sim_time), 'time')}, {int(done)} of {cls.items} items done, "
+            f"{wall:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
-def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None, record: bool = False,
-             throw: bool = True, tolerance: float = 0.0, progress: bool = False) -> Result:
+def simulate(
+    scenario: Scenario | Compiled,
+    *,
+    max_events: int | None = None,
+    record: bool = False,
+    throw: bool = True,
+    tolerance: float = 0.0,
+    progress: bool = False,
+) -> Result:
     """Simulates a scenario to completion with exact max-min fair sharing.
 
     Args:
@@ -79,8 +102,9 @@ def simulate(scenario: Scenario | Compiled, *, max_events: int | None = None, re
     t0 = time.perf_counter()
     _Progress.begin(compiled.n_flows + compiled.n_tasks)
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
-        state = jax.device_get(_run(compiled.network, compiled.program, bound, bound if record else 0, tolerance,
-                                     progress))
+        state = jax.device_get(
+            _run(compiled.network, compiled.program, bound, bound if record else 0, tolerance, progress)
+        )
     wall = time.perf_counter() - t0
     if throw:
         check_status(int(state.status), int(state.events), bound)

@@ -12,12 +12,16 @@ import numpy as np
 def register(subparsers) -> None:
     """Adds the `sweep` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "sweep", help="run a what-if sweep (grid or random samples) from a JSON spec; resumable",
+        "sweep",
+        help="run a what-if sweep (grid or random samples) from a JSON spec; resumable",
         description="Runs every point of a sweep spec (see docs/sweeps.md) in vmapped batches over all "
-                    "devices, writing each finished chunk to an HDF5 file. Rerunning the same command "
-                    "resumes an interrupted sweep.")
+        "devices, writing each finished chunk to an HDF5 file. Rerunning the same command "
+        "resumes an interrupted sweep.",
+    )
     p.add_argument("spec", help="sweep spec JSON file")
-    p.add_argument("--out", required=True, help="results file (.h5 or .hdf5); resumed if it holds the same sweep")
+    p.add_argument(
+        "--out", required=True, help="results file (.h5 or .hdf5); resumed if it holds the same sweep"
+    )
     p.add_argument("--samples", type=int, help="random points instead of the spec's grid (or its samples)")
     p.add_argument("--seed", type=int, help="random seed for --samples (default: the spec's, else 0)")
     p.add_argument("--chunk-size", type=int, help="points per batch (default: sized to device memory)")
@@ -41,7 +45,9 @@ def _sweep(args: argparse.Namespace) -> int:
     try:  # before any work: a bad --out or --chunk-size must not cost a plan, nor leave a file behind
         check_out_path(args.out)
         if args.chunk_size is not None and args.chunk_size < 1:
-            raise SweepError(f"--chunk-size: expected a positive number of points per batch, got {args.chunk_size}")
+            raise SweepError(
+                f"--chunk-size: expected a positive number of points per batch, got {args.chunk_size}"
+            )
     except SweepError as e:
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
@@ -53,14 +59,21 @@ def _sweep(args: argparse.Namespace) -> int:
     try:
         sweep = load_spec(args.spec)
         if args.samples is not None or args.seed is not None:
-            sweep = dataclasses.replace(sweep, samples=args.samples if args.samples is not None else sweep.samples,
-                                        seed=args.seed if args.seed is not None else sweep.seed)
+            sweep = dataclasses.replace(
+                sweep,
+                samples=args.samples if args.samples is not None else sweep.samples,
+                seed=args.seed if args.seed is not None else sweep.seed,
+            )
         if jax.process_index() == 0:
-            print(f"netsim: sweep {args.spec}: {sweep.n_points} points over {len(sweep.axes)} axes "
-                  f"({', '.join(a.name for a in sweep.axes)}) on {jax.device_count()} {jax.default_backend()} "
-                  "device(s)", file=sys.stderr)
-        result = sweep.run(args.out, chunk_size=args.chunk_size, progress=not args.no_progress,
-                           overwrite=args.overwrite)
+            print(
+                f"netsim: sweep {args.spec}: {sweep.n_points} points over {len(sweep.axes)} axes "
+                f"({', '.join(a.name for a in sweep.axes)}) on {jax.device_count()} {jax.default_backend()} "
+                "device(s)",
+                file=sys.stderr,
+            )
+        result = sweep.run(
+            args.out, chunk_size=args.chunk_size, progress=not args.no_progress, overwrite=args.overwrite
+        )
     except NetsimError as e:
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
@@ -84,12 +97,17 @@ def summary(result) -> str:
     ok = result.ok
     not_run = (result.status & int(Status.NOT_RUN)) != 0
     failed = ~ok & ~not_run
-    lines = [f"{result.n_points} points: {int(ok.sum())} finished, {int(failed.sum())} failed, "
-             f"{int(not_run.sum())} not run"]
+    lines = [
+        f"{result.n_points} points: {int(ok.sum())} finished, {int(failed.sum())} failed, "
+        f"{int(not_run.sum())} not run"
+    ]
     if ok.any():
         span = result.makespan[ok]
-        lines.append("makespan  min {}  median {}  max {}".format(
-            *(format_quantity(float(v), "time") for v in (span.min(), np.median(span), span.max()))))
+        lines.append(
+            "makespan  min {}  median {}  max {}".format(
+                *(format_quantity(float(v), "time") for v in (span.min(), np.median(span), span.max()))
+            )
+        )
         rows = np.flatnonzero(ok)
         for what, row in (("best", rows[np.argmin(span)]), ("worst", rows[np.argmax(span)])):
             lines.append(f"{what:<6}" + "  ".join(f"{a.name}={_point_label(a, row)}" for a in result.axes))

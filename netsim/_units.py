@@ -10,8 +10,19 @@ import numbers
 import re
 import reprlib
 
-_PREFIX = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
-           "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}
+_PREFIX = {
+    "": 1.0,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+}
 _TIME = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "ps": 1e-12}
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-zµμ/]*)\s*$")
 
@@ -58,7 +69,9 @@ def parse_quantity(value, kind: str, field: str) -> float:
             if unit.endswith(suffix) and (factor := _bytes_unit(unit[: -len(suffix)])) is not None:
                 return number * factor
     examples = {"time": "'2 us', '1.5ms'", "bytes": "'4 MiB', '1GB'", "bandwidth": "'25 GB/s', '100Gbps'"}
-    raise ValueError(f"{field}: unknown {kind} unit {unit!r} in {reprlib.repr(value)} (examples: {examples[kind]})")
+    raise ValueError(
+        f"{field}: unknown {kind} unit {unit!r} in {reprlib.repr(value)} (examples: {examples[kind]})"
+    )
 
 
 def format_quantity(value: float, kind: str) -> str:

@@ -61,7 +61,9 @@ def check_outputs(inputs: dict[str, str], outputs: dict[str, tuple[str | None, t
             continue
         if not path.endswith(suffixes):
             kind = os.path.splitext(path)[1] or "(none)"
-            raise OSError(f"{option}: unknown output type {kind!r} in {path!r}; use one of {', '.join(suffixes)}")
+            raise OSError(
+                f"{option}: unknown output type {kind!r} in {path!r}; use one of {', '.join(suffixes)}"
+            )
         for other, used in taken.items():
             if _same_file(path, used):
                 raise OSError(f"{option}: {path!r} is also {other}; refusing to overwrite it")
@@ -89,8 +91,10 @@ def _tolerance(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
-    check_outputs({"the scenario": args.scenario},
-                  {"--out": (args.out, (".json", ".h5", ".hdf5")), "--trace": (args.trace, (".json",))})
+    check_outputs(
+        {"the scenario": args.scenario},
+        {"--out": (args.out, (".json", ".h5", ".hdf5")), "--trace": (args.trace, (".json",))},
+    )
     import jax
 
     import netsim
@@ -99,12 +103,17 @@ def _run(args: argparse.Namespace) -> int:
     backend = jax.default_backend()
     if backend == "cpu":
         backend += f", XLA threads: {cpu_threads_label()}"
-    print(f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
-          f"{len(scenario.tasks)} tasks) on {backend}", file=sys.stderr)
+    print(
+        f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
+        f"{len(scenario.tasks)} tasks) on {backend}",
+        file=sys.stderr,
+    )
     # Progress lines come from a host callback in the engine, and JAX does not cache executables with
     # callbacks on disk: only runs large enough to take seconds (which compiles do not dominate) report.
     progress = len(scenario.flows) + len(scenario.tasks) >= PROGRESS_ITEMS
-    result = netsim.simulate(scenario, max_events=args.max_events, tolerance=args.tolerance, progress=progress)
+    result = netsim.simulate(
+        scenario, max_events=args.max_events, tolerance=args.tolerance, progress=progress
+    )
     print(result.summary(top=args.top))
     if args.out:
         result.save(args.out)
@@ -127,11 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", help="scenario JSON file (see docs/scenario-format.md)")
     run.add_argument("--out", help="write results: .json, or .h5 for HDF5")
     run.add_argument("--trace", help="write a Chrome/Perfetto trace JSON of flows and tasks")
-    run.add_argument("--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)")
+    run.add_argument(
+        "--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)"
+    )
     run.add_argument("--top", type=int, default=5, help="rows in the summary tables")
-    run.add_argument("--tolerance", type=_tolerance, default=0.0, metavar="W",
-                     help="fast mode: merge events within a relative time window W, e.g. 0.01 (default 0: "
-                          "exact; errors in docs/performance.md)")
+    run.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        default=0.0,
+        metavar="W",
+        help="fast mode: merge events within a relative time window W, e.g. 0.01 (default 0: "
+        "exact; errors in docs/performance.md)",
+    )
     run.set_defaults(handler=_run)
     for module in ("netsim._sweep_cli", "netsim._calibrate_cli", "netsim._predict_cli"):
         try:
@@ -141,11 +157,18 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
     for name, command in sub.choices.items():
         default = f"{CPU_THREADS[name]}" if name in CPU_THREADS else "one per core"
-        command.add_argument("--cpu-threads", type=_count, metavar="N",
-                             help=f"XLA CPU threads, 0 = one per core (default: PJRT_NPROC if set, else {default})")
-        command.add_argument("--no-compile-cache", action="store_true",
-                             help="do not keep compiled engines on disk (default: kept in $NETSIM_CACHE_DIR, "
-                                  "else ~/.cache/netsim/jax; see docs/performance.md)")
+        command.add_argument(
+            "--cpu-threads",
+            type=_count,
+            metavar="N",
+            help=f"XLA CPU threads, 0 = one per core (default: PJRT_NPROC if set, else {default})",
+        )
+        command.add_argument(
+            "--no-compile-cache",
+            action="store_true",
+            help="do not keep compiled engines on disk (default: kept in $NETSIM_CACHE_DIR, "
+            "else ~/.cache/netsim/jax; see docs/performance.md)",
+        )
     return parser
 
 

@@ -45,8 +45,16 @@ def _bytes_label(n: float) -> str:
 
 
 # --- sweeps --------------------------------------------------------------------------------------
-def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "makespan", x: str | None = None,
-               hue: str | None = None, reduce: str = "min", title: str | None = None):
+def plot_sweep(
+    result,
+    path: str | os.PathLike | None = None,
+    *,
+    metric: str = "makespan",
+    x: str | None = None,
+    hue: str | None = None,
+    reduce: str = "min",
+    title: str | None = None,
+):
     """A sweep's per-point metric (makespan by default) over its axes.
 
     Grid sweeps draw one line per value of `hue` over the values of `x`; the other axes are reduced
@@ -70,7 +78,9 @@ def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "
     numeric = [a.name for a in result.axes if a.values is not None or a.value is not None]
     x = x or (numeric[0] if numeric else names[0])
     if hue is None:
-        hue = next((a.name for a in result.axes if a.name != x and (a.index is None or len(a.labels) > 1)), None)
+        hue = next(
+            (a.name for a in result.axes if a.name != x and (a.index is None or len(a.labels) > 1)), None
+        )
     scale, unit = _time_unit(col) if metric == "makespan" else (1.0, "")
     ylabel = f"{metric} ({unit})" if unit else metric
     fig = _figure()
@@ -89,14 +99,22 @@ def plot_sweep(result, path: str | os.PathLike | None = None, *, metric: str = "
             grid = grid.T
         grid = grid.reshape(len(xa.labels), -1)
         sizes = xa.sizes  # message-size axes: bytes per flow, not scales
-        xs = np.asarray(sizes if sizes is not None else xa.values if xa.values is not None
-                        else np.arange(len(xa.labels)), float)
+        xs = np.asarray(
+            sizes if sizes is not None else xa.values if xa.values is not None else np.arange(len(xa.labels)),
+            float,
+        )
         hue_labels = result.axis(hue).labels if hue else [""]
         for j, label in enumerate(hue_labels):
             text = f"{hue}={label}" + ("" if np.isfinite(grid[:, j]).any() else " (no point ran)")
             # styles and shrinking markers keep coinciding lines visible
-            ax.plot(xs, grid[:, j] / scale, ls=("-", "--", "-.", ":")[j % 4], marker="o",
-                    ms=max(3.0, 7.0 - 0.8 * j), label=text if hue else None)
+            ax.plot(
+                xs,
+                grid[:, j] / scale,
+                ls=("-", "--", "-.", ":")[j % 4],
+                marker="o",
+                ms=max(3.0, 7.0 - 0.8 * j),
+                label=text if hue else None,
+            )
         if xa.values is None:
             ax.set_xticks(xs, xa.labels, rotation=30 if len(xa.labels) > 4 else 0)
         elif np.all(xs > 0) and xs.max() / xs.min() > 10:
@@ -156,9 +174,17 @@ def busbw(message_bytes, seconds, n_ranks: int, collective: str = "allreduce") -
     return np.asarray(message_bytes, float) / np.asarray(seconds, float) * bus_factor(collective, n_ranks)
 
 
-def plot_busbw(message_bytes: Sequence[float], seconds, n_ranks: int, path: str | os.PathLike | None = None, *,
-               collective: str = "allreduce", labels: Sequence[str] | None = None, peak: float | None = None,
-               title: str | None = None):
+def plot_busbw(
+    message_bytes: Sequence[float],
+    seconds,
+    n_ranks: int,
+    path: str | os.PathLike | None = None,
+    *,
+    collective: str = "allreduce",
+    labels: Sequence[str] | None = None,
+    peak: float | None = None,
+    title: str | None = None,
+):
     """busbw (GB/s) vs message size, one curve per row of `seconds` ((sizes,) or (curves, sizes)).
 
     Args:
@@ -191,8 +217,9 @@ def plot_busbw(message_bytes: Sequence[float], seconds, n_ranks: int, path: str 
 
 
 # --- topology utilization -----------------------------------------------------------------------------
-def plot_link_utilization(result_or_links: Any, utilization=None, path: str | os.PathLike | None = None, *,
-                          title: str | None = None):
+def plot_link_utilization(
+    result_or_links: Any, utilization=None, path: str | os.PathLike | None = None, *, title: str | None = None
+):
     """Per-link utilization of a topology as a src x dst heatmap (grey: no link between the two).
 
     Args:
@@ -212,8 +239,10 @@ def plot_link_utilization(result_or_links: Any, utilization=None, path: str | os
         util = utilization
     util = np.asarray(util, float)
     if not links or util is None or util.shape != (len(links),):
-        raise ScenarioError(f"utilization: expected one value per link ({len(links)}), got "
-                            f"{None if util is None else util.shape}")
+        raise ScenarioError(
+            f"utilization: expected one value per link ({len(links)}), got "
+            f"{None if util is None else util.shape}"
+        )
     nodes = sorted({n for link in links for n in (link.src, link.dst)}, key=natural_key)
     at = {n: i for i, n in enumerate(nodes)}
     grid = np.full((len(nodes), len(nodes)), np.nan)
@@ -224,8 +253,13 @@ def plot_link_utilization(result_or_links: Any, utilization=None, path: str | os
     fig = _figure(side + 1.2, side)
     ax = fig.add_subplot()
     cmap = colormaps["viridis"].with_extremes(bad="#e8e8e8")
-    img = ax.imshow(grid, cmap=cmap, vmin=0.0, vmax=max(1.0, float(np.nanmax(util)) if util.size else 1.0),
-                    interpolation="nearest")
+    img = ax.imshow(
+        grid,
+        cmap=cmap,
+        vmin=0.0,
+        vmax=max(1.0, float(np.nanmax(util)) if util.size else 1.0),
+        interpolation="nearest",
+    )
     fig.colorbar(img, ax=ax, label="utilization (mean fraction of capacity)", shrink=0.8)
     if len(nodes) <= 48:
         ax.set_xticks(range(len(nodes)), nodes, rotation=90, fontsize="x-small")
@@ -238,8 +272,15 @@ def plot_link_utilization(result_or_links: Any, utilization=None, path: str | os
 
 
 # --- timelines ----------------------------------------------------------------------------------------
-def plot_timeline(result, path: str | os.PathLike | None = None, *, flows: str = "pair", critical: bool = True,
-                  max_rows: int = 48, title: str | None = None):
+def plot_timeline(
+    result,
+    path: str | os.PathLike | None = None,
+    *,
+    flows: str = "pair",
+    critical: bool = True,
+    max_rows: int = 48,
+    title: str | None = None,
+):
     """Gantt chart of a simulated scenario: a row per device (tasks) and per src -> dst pair (flows).
 
     Rows and lanes are netsim.timeline's trace layout (overlapping items get extra lanes); with
@@ -263,8 +304,15 @@ def plot_timeline(result, path: str | os.PathLike | None = None, *, flows: str =
     for e in spans:
         y = row_of[e["pid"], e["tid"]]
         crit = e["name"] in on_path
-        ax.barh(y, e["dur"] / 1e6 / scale, left=e["ts"] / 1e6 / scale, height=0.7, color=colour[e["cat"]],
-                edgecolor="#c00000" if crit else "white", linewidth=1.6 if crit else 0.4)
+        ax.barh(
+            y,
+            e["dur"] / 1e6 / scale,
+            left=e["ts"] / 1e6 / scale,
+            height=0.7,
+            color=colour[e["cat"]],
+            edgecolor="#c00000" if crit else "white",
+            linewidth=1.6 if crit else 0.4,
+        )
     ax.set_yticks(range(len(shown)), [names[k] for k in shown], fontsize="x-small")
     ax.invert_yaxis()
     ax.set_xlabel(f"time ({unit})")
@@ -272,8 +320,14 @@ def plot_timeline(result, path: str | os.PathLike | None = None, *, flows: str =
     ax.grid(axis="x", alpha=0.3)
     more = f", first {max_rows} of {len(rows)} rows" if len(rows) > max_rows else ""
     present = {e["cat"] for e in spans}
-    kinds = ", ".join([f"{c}: {k}s" for k, c in (("task", "blue"), ("flow", "orange")) if k in present]
-                      + (["red outline: critical path"] if critical else []))
-    ax.set_title(title or f"{result.compiled.scenario.name or 'timeline'}: makespan "
-                 f"{result.makespan / scale:.4g} {unit} ({kinds}{more})", fontsize="small")
+    kinds = ", ".join(
+        [f"{c}: {k}s" for k, c in (("task", "blue"), ("flow", "orange")) if k in present]
+        + (["red outline: critical path"] if critical else [])
+    )
+    ax.set_title(
+        title
+        or f"{result.compiled.scenario.name or 'timeline'}: makespan "
+        f"{result.makespan / scale:.4g} {unit} ({kinds}{more})",
+        fontsize="small",
+    )
     return _save(fig, path)

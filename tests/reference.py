@@ -40,17 +40,25 @@ def reference_simulate(scenario: netsim.Scenario) -> dict[str, tuple[float, floa
     graph = netsim._routing.LinkGraph(scenario.links)
     devices = sorted({t.device for t in scenario.tasks})
     shared = list(scenario.shared)
-    capacity = [link.bandwidth for link in scenario.links] + [r.capacity for r in shared] + [1.0] * len(devices)
+    capacity = (
+        [link.bandwidth for link in scenario.links] + [r.capacity for r in shared] + [1.0] * len(devices)
+    )
     items, routes, lat, size, release, after = [], [], [], [], [], []
     for f in scenario.flows:
         route = f.route if f.route is not None else graph.shortest_path(f.src, f.dst)
         items.append(f.id)
         # a shared resource constrains a flow whose route meets its links (and its `via` links, if any)
-        crossed = [len(links) + k for k, r in enumerate(shared)
-                   if set(route) & set(r.links) and (not r.via or set(route) & set(r.via))]
+        crossed = [
+            len(links) + k
+            for k, r in enumerate(shared)
+            if set(route) & set(r.links) and (not r.via or set(route) & set(r.via))
+        ]
         routes.append([links[x] for x in route] + crossed)
-        lat.append(sum(scenario.links[links[x]].latency for x in route)
-                   + f.overhead + scenario.per_hop_latency * len(route))
+        lat.append(
+            sum(scenario.links[links[x]].latency for x in route)
+            + f.overhead
+            + scenario.per_hop_latency * len(route)
+        )
         size.append(f.bytes)
         release.append(f.start)
         after.append(list(f.after))

@@ -38,8 +38,9 @@ def random_shared(rng: np.random.Generator, links: list[netsim.Link]) -> list[ne
     return out
 
 
-def random_scenario(seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int = 8,
-                    shared: bool = False) -> netsim.Scenario:
+def random_scenario(
+    seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int = 8, shared: bool = False
+) -> netsim.Scenario:
     rng = np.random.default_rng(seed)
     links = random_fabric(rng, n_nodes)
     ids = []
@@ -47,17 +48,40 @@ def random_scenario(seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int
     sizes = [0.0, 1e5, 1e6, 1e6, 4e6]  # repeated sizes + zero-byte flows: simultaneous completions
     for i in range(n_flows):
         a, b = rng.choice(n_nodes, 2, replace=False)
-        after = tuple(rng.choice(ids, size=min(len(ids), int(rng.integers(0, 3))), replace=False)) if ids else ()
+        after = (
+            tuple(rng.choice(ids, size=min(len(ids), int(rng.integers(0, 3))), replace=False)) if ids else ()
+        )
         start = float(rng.choice([0.0, 0.0, 1e-4, 5e-4]))
         overhead = float(rng.choice([0.0, 0.0, 3e-6]))
-        flows.append(netsim.Flow(f"f{i}", f"n{a}", f"n{b}", float(rng.choice(sizes)), start=start,
-                                 after=tuple(str(x) for x in after), overhead=overhead))
+        flows.append(
+            netsim.Flow(
+                f"f{i}",
+                f"n{a}",
+                f"n{b}",
+                float(rng.choice(sizes)),
+                start=start,
+                after=tuple(str(x) for x in after),
+                overhead=overhead,
+            )
+        )
         ids.append(f"f{i}")
     for j in range(n_tasks):
         after = tuple(rng.choice(ids, size=min(len(ids), int(rng.integers(0, 3))), replace=False))
-        tasks.append(netsim.Task(f"t{j}", f"gpu{int(rng.integers(0, 3))}", float(rng.choice([0.0, 1e-4, 3e-4])),
-                                 after=tuple(str(x) for x in after)))
+        tasks.append(
+            netsim.Task(
+                f"t{j}",
+                f"gpu{int(rng.integers(0, 3))}",
+                float(rng.choice([0.0, 1e-4, 3e-4])),
+                after=tuple(str(x) for x in after),
+            )
+        )
         ids.append(f"t{j}")
     hop = float(rng.choice([0.0, 5e-7]))
-    return netsim.Scenario(links, flows, tasks, per_hop_latency=hop, name=f"random{seed}",
-                           shared=random_shared(rng, links) if shared else ())
+    return netsim.Scenario(
+        links,
+        flows,
+        tasks,
+        per_hop_latency=hop,
+        name=f"random{seed}",
+        shared=random_shared(rng, links) if shared else (),
+    )

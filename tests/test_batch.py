@@ -39,8 +39,10 @@ def test_shared_program_under_many_networks():
     """A leaf without a batch axis is shared: one program, a bandwidth vector per point."""
     compiled = netsim.compile_scenario(random_scenario(1), shape=PAD)
     scales = np.array([0.5, 1.0, 2.0, 4.0])
-    net = netsim.kernels.Network(compiled.network.capacity[None, :] * scales[:, None],
-                                 np.broadcast_to(compiled.network.latency, (4, PAD.resources)))
+    net = netsim.kernels.Network(
+        compiled.network.capacity[None, :] * scales[:, None],
+        np.broadcast_to(compiled.network.latency, (4, PAD.resources)),
+    )
     axes = netsim.batch_axes(net, compiled.program)
     assert axes[0].capacity == 0 and axes[1].route is None
     run = netsim.run_batch(net, compiled.program, max_events=compiled.max_events, width=8)
@@ -63,22 +65,28 @@ def test_runs_in_float64_without_the_callers_x64():
     compiled = netsim.compile_scenario(random_scenario(3), shape=PAD)
     want = netsim.simulate(compiled).makespan
     with jax.enable_x64(False):
-        got = netsim.run_batch(compiled.network, netsim.stack([compiled.program]), max_events=compiled.max_events)
+        got = netsim.run_batch(
+            compiled.network, netsim.stack([compiled.program]), max_events=compiled.max_events
+        )
     assert got["makespan"][0] == want
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"keep": ("nope",)}, r"keep: unknown output\(s\) \['nope'\]"),
-    ({"size_rows": 3}, r"batch: the batched inputs disagree on the batch size \(\[2, 3\]\)"),
-    ({"route_rank": 4}, r"program.route: expected 2 dimensions \(shared\) or 3 \(batched\), got shape"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"keep": ("nope",)}, r"keep: unknown output\(s\) \['nope'\]"),
+        ({"size_rows": 3}, r"batch: the batched inputs disagree on the batch size \(\[2, 3\]\)"),
+        ({"route_rank": 4}, r"program.route: expected 2 dimensions \(shared\) or 3 \(batched\), got shape"),
+    ],
+)
 def test_bad_batches(kwargs, match):
     compiled = netsim.compile_scenario(random_scenario(4), shape=PAD)
     p = compiled.program
     prog = netsim.stack([p, p])
     if "size_rows" in kwargs:
-        prog = netsim.kernels.Program(prog.route, np.stack([p.size] * kwargs.pop("size_rows")), prog.release,
-                                      prog.overhead, prog.after)
+        prog = netsim.kernels.Program(
+            prog.route, np.stack([p.size] * kwargs.pop("size_rows")), prog.release, prog.overhead, prog.after
+        )
     if "route_rank" in kwargs:
         kwargs.pop("route_rank")
         prog = netsim.kernels.Program(p.route[None, None, None], p.size, p.release, p.overhead, p.after)

@@ -23,15 +23,22 @@ def test_vmap_equals_one_by_one():
     for b, c in enumerate(compiled):
         one = netsim.simulate(c)
         items = c.n_flows + c.n_tasks
-        np.testing.assert_allclose(np.asarray(batched.finish[b, :items]),
-                                   np.concatenate([one.flow_finish, one.task_finish]), rtol=1e-12)
+        np.testing.assert_allclose(
+            np.asarray(batched.finish[b, :items]),
+            np.concatenate([one.flow_finish, one.task_finish]),
+            rtol=1e-12,
+        )
 
 
 def _fabric():
     # Tie-free: distinct capacities and sizes, so every event time is a smooth function of the inputs.
     links = [Link("a", "x", "y", 10.0, 0.1), Link("b", "y", "z", 4.3, 0.2), Link("c", "z", "w", 7.1, 0.05)]
-    flows = [Flow("f1", "x", "y", 10.0), Flow("f2", "x", "z", 11.0), Flow("f3", "y", "w", 9.0, start=0.5),
-             Flow("f4", "z", "w", 5.0, after=("f1",))]
+    flows = [
+        Flow("f1", "x", "y", 10.0),
+        Flow("f2", "x", "z", 11.0),
+        Flow("f3", "y", "w", 9.0, start=0.5),
+        Flow("f4", "z", "w", 5.0, after=("f1",)),
+    ]
     return netsim.compile_scenario(Scenario(links, flows))
 
 
@@ -41,6 +48,7 @@ def _makespan(compiled, loop):
         prog = eqx.tree_at(lambda p: p.size, compiled.program, size)
         s = netsim.kernels.run(net, prog, max_events=compiled.max_events, loop=loop)
         return jnp.max(s.finish)
+
     return f
 
 
@@ -50,9 +58,15 @@ def test_gradients_match_finite_differences(loop):
     args = [jnp.asarray(c.network.capacity), jnp.asarray(c.network.latency), jnp.asarray(c.program.size)]
     f = jax.jit(_makespan(c, loop))
     if loop == "lax":  # forward mode through lax.while_loop
-        grads = [jax.jvp(lambda x, i=i: f(*[x if j == i else a for j, a in enumerate(args)]),
-                         (args[i],), (jnp.eye(len(args[i]))[k],))[1]
-                 for i in range(3) for k in range(4)]
+        grads = [
+            jax.jvp(
+                lambda x, i=i: f(*[x if j == i else a for j, a in enumerate(args)]),
+                (args[i],),
+                (jnp.eye(len(args[i]))[k],),
+            )[1]
+            for i in range(3)
+            for k in range(4)
+        ]
         grads = np.array(grads).reshape(3, 4)
     else:  # reverse mode through the checkpointed loop
         grads = [np.asarray(g)[:4] for g in jax.grad(f, argnums=(0, 1, 2))(*args)]

@@ -48,8 +48,14 @@ def test_run_example(tmp_path):
 
 def test_bad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": -1}],
-                               "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": 1}]}))
+    bad.write_text(
+        json.dumps(
+            {
+                "links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": -1}],
+                "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": 1}],
+            }
+        )
+    )
     p = netsim("run", str(bad), cwd=tmp_path)
     assert p.returncode == 2
     assert "links[0] (id 'l').bandwidth: must be > 0, got -1" in p.stderr
@@ -62,15 +68,26 @@ def test_outputs_never_replace_the_input_or_each_other(tmp_path):
     before = scenario.read_text()
     for args, message in [
         (["--out", str(scenario)], "--out: {s!r} is also the scenario; refusing to overwrite it"),
-        (["--trace", str(tmp_path / "." / "s.json")], "--trace: {t!r} is also the scenario; refusing to overwrite it"),
-        (["--out", str(tmp_path / "r.json"), "--trace", str(tmp_path / "r.json")], "--trace: {r!r} is also --out; refusing to overwrite it"),
+        (
+            ["--trace", str(tmp_path / "." / "s.json")],
+            "--trace: {t!r} is also the scenario; refusing to overwrite it",
+        ),
+        (
+            ["--out", str(tmp_path / "r.json"), "--trace", str(tmp_path / "r.json")],
+            "--trace: {r!r} is also --out; refusing to overwrite it",
+        ),
     ]:
         with pytest.raises(OSError) as e:
-            cli.check_outputs({"the scenario": str(scenario)},
-                              {"--out": (_opt(args, "--out"), (".json", ".h5")), "--trace": (_opt(args, "--trace"),
-                                                                                            (".json",))})
-        assert str(e.value) == message.format(s=str(scenario), t=str(tmp_path / "." / "s.json"),
-                                              r=str(tmp_path / "r.json"))
+            cli.check_outputs(
+                {"the scenario": str(scenario)},
+                {
+                    "--out": (_opt(args, "--out"), (".json", ".h5")),
+                    "--trace": (_opt(args, "--trace"), (".json",)),
+                },
+            )
+        assert str(e.value) == message.format(
+            s=str(scenario), t=str(tmp_path / "." / "s.json"), r=str(tmp_path / "r.json")
+        )
     link = tmp_path / "hard.json"
     os.link(scenario, link)  # another name for the same file
     with pytest.raises(OSError, match="is also the scenario"):
@@ -104,10 +121,16 @@ def test_exit_codes_input_io_and_bugs(tmp_path, monkeypatch, capsys):
 
     example = str(EXAMPLES / "pcie_ring_allreduce.json")
     for error, code, message in [
-        (netsim_module().ScenarioError("flows[0].bytes: must be >= 0, got -1"), 2,
-         "netsim: error: flows[0].bytes: must be >= 0, got -1\n"),
-        (FileNotFoundError(2, "No such file or directory", "x.json"), 2,
-         "netsim: error: [Errno 2] No such file or directory: 'x.json'\n"),
+        (
+            netsim_module().ScenarioError("flows[0].bytes: must be >= 0, got -1"),
+            2,
+            "netsim: error: flows[0].bytes: must be >= 0, got -1\n",
+        ),
+        (
+            FileNotFoundError(2, "No such file or directory", "x.json"),
+            2,
+            "netsim: error: [Errno 2] No such file or directory: 'x.json'\n",
+        ),
     ]:
         monkeypatch.setattr(cli, "_run", handler(error))
         assert cli.main(["run", example]) == code
@@ -115,7 +138,9 @@ def test_exit_codes_input_io_and_bugs(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli, "_run", handler(KeyError("oops")))
     assert cli.main(["run", example]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("netsim: internal error (please report): KeyError: 'oops'\nTraceback (most recent call")
+    assert err.startswith(
+        "netsim: internal error (please report): KeyError: 'oops'\nTraceback (most recent call"
+    )
 
 
 def netsim_module():
@@ -125,11 +150,15 @@ def netsim_module():
 
 
 def test_help_version_and_argument_errors_do_not_import_jax(tmp_path):
-    code = ("import sys\nfrom netsim.cli import main\n"
-            "for argv in (['--version'], ['--help'], ['run', '--help'], ['run'], ['bogus'], ['run', 'x', '--top']):\n"
-            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    code = (
+        "import sys\nfrom netsim.cli import main\n"
+        "for argv in (['--version'], ['--help'], ['run', '--help'], ['run'], ['bogus'], ['run', 'x', '--top']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "[]"
     assert "usage: netsim" in p.stdout and "invalid choice: 'bogus'" in p.stderr
@@ -161,13 +190,16 @@ def test_cpu_threads_option_then_environment_then_command_default(monkeypatch):
 @pytest.mark.parametrize("n", [1, 0])
 def test_set_cpu_threads_sizes_xla_pool(n, tmp_path):
     """The knob is jaxlib's (PJRT_NPROC): this fails if a jaxlib stops reading it."""
-    code = (f"from netsim.cli import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
-            "jnp.ones(3).sum().block_until_ready(); "
-            "print(sum(open(f'/proc/self/task/{t}/comm').read().startswith('tf_XLAEigen') "
-            "for t in os.listdir('/proc/self/task')))")
+    code = (
+        f"from netsim.cli import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
+        "jnp.ones(3).sum().block_until_ready(); "
+        "print(sum(open(f'/proc/self/task/{t}/comm').read().startswith('tf_XLAEigen') "
+        "for t in os.listdir('/proc/self/task')))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "NPROC")}
-    p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, env=env,
-                       cwd=tmp_path)  # the installed package, not the source folder
+    p = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
+    )  # the installed package, not the source folder
     assert p.returncode == 0, p.stderr
     assert int(p.stdout) == (n or len(os.sched_getaffinity(0)))
 

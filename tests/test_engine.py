@@ -17,8 +17,12 @@ _run_paths = jax.jit(kernels.run, static_argnames=("max_events", "dense"))
 
 
 def times(result: netsim.Result) -> dict[str, tuple[float, float, float]]:
-    out = {f: (result.flow(f).start, result.flow(f).first_byte, result.flow(f).finish) for f in result.flow_ids}
-    out.update({t: (result.task(t).start, result.task(t).start, result.task(t).finish) for t in result.task_ids})
+    out = {
+        f: (result.flow(f).start, result.flow(f).first_byte, result.flow(f).finish) for f in result.flow_ids
+    }
+    out.update(
+        {t: (result.task(t).start, result.task(t).start, result.task(t).finish) for t in result.task_ids}
+    )
     return out
 
 
@@ -54,8 +58,9 @@ def test_conservation_and_causality(seed):
     # the time a flow spends transferring is all attributed to some bottleneck link
     for i, fid in enumerate(result.flow_ids):
         t = result.flow(fid)
-        np.testing.assert_allclose(sum(result.bottlenecks(fid).values()), t.finish - t.first_byte,
-                                   rtol=1e-9, atol=1e-15)
+        np.testing.assert_allclose(
+            sum(result.bottlenecks(fid).values()), t.finish - t.first_byte, rtol=1e-9, atol=1e-15
+        )
         assert set(result.bottlenecks(fid)) <= set(result.compiled.routes[i])
 
 
@@ -67,8 +72,10 @@ def test_two_flows_share_and_side_link():
     #   At 1.375: f2 has 8 - 1.75 = 6.25 left, f3 has 10 - 1.75 = 8.25.
     # [1.375, 4.5]: b still shared, 2 each: f2 done after 6.25 / 2 = 3.125 s. f3 has 2 left.
     # [4.5, 5.0]: f3 alone on b at 4: 0.5 s.
-    s = Scenario([Link("a", "x", "y", 10.0), Link("b", "y", "z", 4.0)],
-                 [Flow("f1", "x", "y", 10.0), Flow("f2", "x", "z", 10.0), Flow("f3", "y", "z", 10.0, start=0.5)])
+    s = Scenario(
+        [Link("a", "x", "y", 10.0), Link("b", "y", "z", 4.0)],
+        [Flow("f1", "x", "y", 10.0), Flow("f2", "x", "z", 10.0), Flow("f3", "y", "z", 10.0, start=0.5)],
+    )
     r = netsim.simulate(s)
     np.testing.assert_allclose(r.flow_finish, [1.375, 4.5, 5.0], rtol=1e-12)
     assert r.bottlenecks("f1") == {"a": pytest.approx(1.375)}
@@ -100,8 +107,11 @@ def test_latency_and_zero_bytes():
 
 def test_tasks_share_a_device_and_chain():
     # t1 and t2 overlap on gpu0 and share it (0.5 each): both need 2 s for 1 s of work. t3 waits on both.
-    s = Scenario([Link("l", "a", "b", 1.0)], [], [Task("t1", "gpu0", 1.0), Task("t2", "gpu0", 1.0),
-                                                  Task("t3", "gpu1", 0.5, after=("t1", "t2"))])
+    s = Scenario(
+        [Link("l", "a", "b", 1.0)],
+        [],
+        [Task("t1", "gpu0", 1.0), Task("t2", "gpu0", 1.0), Task("t3", "gpu1", 0.5, after=("t1", "t2"))],
+    )
     r = netsim.simulate(s)
     np.testing.assert_allclose(r.task_finish, [2.0, 2.0, 2.5], rtol=1e-12)
     np.testing.assert_allclose(r.device_busy, [2.0, 0.5], rtol=1e-12)
@@ -109,8 +119,10 @@ def test_tasks_share_a_device_and_chain():
 
 def test_release_after_predecessors():
     # g waits on f (done at 1 s) but is released only at 3 s: it starts at 3 s, not at 1 s.
-    s = Scenario([Link("l", "a", "b", 1.0)], [Flow("f", "a", "b", 1.0), Flow("g", "a", "b", 1.0, start=3.0,
-                                                                             after=("f",))])
+    s = Scenario(
+        [Link("l", "a", "b", 1.0)],
+        [Flow("f", "a", "b", 1.0), Flow("g", "a", "b", 1.0, start=3.0, after=("f",))],
+    )
     r = netsim.simulate(s)
     assert r.flow("g").start == 3.0
     assert r.flow("g").finish == 4.0
@@ -140,8 +152,12 @@ def test_summary_and_outputs(tmp_path):
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**31 - 1), n_nodes=st.integers(3, 12), n_flows=st.integers(1, 40),
-       n_tasks=st.integers(0, 16))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n_nodes=st.integers(3, 12),
+    n_flows=st.integers(1, 40),
+    n_tasks=st.integers(0, 16),
+)
 def test_property_random_fabrics_and_workloads(seed, n_nodes, n_flows, n_tasks):
     # One padded shape for every draw: one compile, however many examples hypothesis tries.
     scenario = random_scenario(seed, n_nodes=n_nodes, n_flows=n_flows, n_tasks=n_tasks)
@@ -160,7 +176,9 @@ def test_utilization_over_time():
     np.testing.assert_allclose(edges, [0.0, 1.0, 1.5])
     np.testing.assert_allclose(util[:, 0], [1.0, 1.0])
     # the timeline integrates to the bytes carried
-    np.testing.assert_allclose(np.sum(np.diff(edges)[:, None] * util * r.link_bandwidth, axis=0), r.link_bytes)
+    np.testing.assert_allclose(
+        np.sum(np.diff(edges)[:, None] * util * r.link_bandwidth, axis=0), r.link_bytes
+    )
     with pytest.raises(ValueError, match="record=True"):
         netsim.simulate(s).link_timeline()
 
@@ -174,9 +192,13 @@ def test_scatter_and_matrix_paths_agree(seed):
     finish = {}
     for dense in (False, True):
         with jax.enable_x64(True):
-            state = _run_paths(compiled.network, compiled.program, max_events=compiled.max_events, dense=dense)
+            state = _run_paths(
+                compiled.network, compiled.program, max_events=compiled.max_events, dense=dense
+            )
         assert int(state.status) == kernels.OK
         finish[dense] = np.asarray(state.finish)
         for i, item in enumerate((*compiled.scenario.flows, *compiled.scenario.tasks)):
-            np.testing.assert_allclose(finish[dense][i], want[item.id][2], rtol=1e-9, atol=1e-15, err_msg=item.id)
+            np.testing.assert_allclose(
+                finish[dense][i], want[item.id][2], rtol=1e-9, atol=1e-15, err_msg=item.id
+            )
     np.testing.assert_allclose(finish[False], finish[True], rtol=1e-12, atol=1e-15)

@@ -22,8 +22,16 @@ def incast(n: int = 200, seed: int = 0) -> Scenario:
     rng = np.random.default_rng(seed)
     links = [Link(f"s{i}->sw", f"s{i}", "sw", 10e9, 1e-6) for i in range(8)]
     links += [Link(f"sw->r{j}", "sw", f"r{j}", 25e9, 1e-6) for j in range(4)]
-    flows = [Flow(f"f{k}", f"s{rng.integers(8)}", f"r{rng.integers(4)}", float(rng.uniform(1e6, 50e6)),
-                  start=float(rng.uniform(0, 1e-3))) for k in range(n)]
+    flows = [
+        Flow(
+            f"f{k}",
+            f"s{rng.integers(8)}",
+            f"r{rng.integers(4)}",
+            float(rng.uniform(1e6, 50e6)),
+            start=float(rng.uniform(0, 1e-3)),
+        )
+        for k in range(n)
+    ]
     return Scenario(links, flows, name="incast")
 
 
@@ -69,7 +77,9 @@ def test_batched_and_differentiable():
     compiled = netsim.compile_scenario(incast(40), shape=SHAPE)
     scales = [0.5, 1.0, 2.0]
     nets = [netsim.kernels.Network(compiled.network.capacity * s, compiled.network.latency) for s in scales]
-    run = netsim.run_batch(netsim.stack(nets), compiled.program, max_events=compiled.max_events, tolerance=1e-2)
+    run = netsim.run_batch(
+        netsim.stack(nets), compiled.program, max_events=compiled.max_events, tolerance=1e-2
+    )
     one = [netsim.simulate(dataclasses.replace(compiled, network=n), tolerance=1e-2).makespan for n in nets]
     np.testing.assert_allclose(run["makespan"], one, rtol=1e-12)
 

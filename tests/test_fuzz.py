@@ -28,13 +28,47 @@ VALID = {
         {"id": "f2", "src": "y", "dst": "z", "bytes": 1e6, "start": "100 us", "after": ["t1"]},
         {"id": "f3", "src": "z", "dst": "y", "bytes": 0, "overhead": "1 us"},
     ],
-    "tasks": [{"id": "t1", "device": "gpu0", "duration": "50 us"}, {"id": "t2", "device": "gpu0", "duration": 1e-3,
-                                                                    "after": ["f1", "f2"]}],
+    "tasks": [
+        {"id": "t1", "device": "gpu0", "duration": "50 us"},
+        {"id": "t2", "device": "gpu0", "duration": 1e-3, "after": ["f1", "f2"]},
+    ],
 }
 
-BAD_VALUES = [None, True, False, -1, -1e-9, 0, float("nan"), float("inf"), -float("inf"), 1e300, 1.7e308,
-              10**400, "", "abc", "1e999 s", "5 GHz", "-3 us", [], [1], ["x"], {}, {"a": 1}, "a\x00b", "\ud800",
-              "nowhere", "xy", "f1", ["f1", "f1"], ["xy", "zx", "xy"], ["zx"], [[[[]]]], 2**63, 1e-300]
+BAD_VALUES = [
+    None,
+    True,
+    False,
+    -1,
+    -1e-9,
+    0,
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    1e300,
+    1.7e308,
+    10**400,
+    "",
+    "abc",
+    "1e999 s",
+    "5 GHz",
+    "-3 us",
+    [],
+    [1],
+    ["x"],
+    {},
+    {"a": 1},
+    "a\x00b",
+    "\ud800",
+    "nowhere",
+    "xy",
+    "f1",
+    ["f1", "f1"],
+    ["xy", "zx", "xy"],
+    ["zx"],
+    [[[[]]]],
+    2**63,
+    1e-300,
+]
 
 
 def mutations(rng: random.Random, n: int):
@@ -54,8 +88,9 @@ def mutations(rng: random.Random, n: int):
             key, i, field = rng.choice(paths)
             data[key][i].pop(field, None)
         elif kind == 5:  # a top-level field is bad
-            data[rng.choice(("links", "flows", "tasks", "per_hop_latency", "name", "description", "extra"))] = \
-                copy.deepcopy(rng.choice(BAD_VALUES))
+            data[
+                rng.choice(("links", "flows", "tasks", "per_hop_latency", "name", "description", "extra"))
+            ] = copy.deepcopy(rng.choice(BAD_VALUES))
         elif kind == 6:  # duplicate ids, or a row that is not an object
             key = rng.choice(("links", "flows", "tasks"))
             data[key].append(copy.deepcopy(data[key][0]) if rng.random() < 0.5 else rng.choice(BAD_VALUES))
@@ -120,8 +155,13 @@ def test_cli_exits_2_naming_the_field(tmp_path, mutate, field):
     mutate(data)
     path = tmp_path / "s.json"
     path.write_text(json.dumps(data))
-    p = subprocess.run([sys.executable, "-m", "netsim.cli", "run", str(path)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
+    p = subprocess.run(
+        [sys.executable, "-m", "netsim.cli", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert p.returncode == 2, p.stderr
     assert f"\nnetsim: error: {field}" in "\n" + p.stderr, p.stderr
     assert "Traceback" not in p.stderr

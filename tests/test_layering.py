@@ -12,8 +12,19 @@ import netsim.calibrate
 
 import netsim
 
-ALLOWED = {"jax", "equinox", "jaxtyping", "numpy", "__future__", "functools", "typing", "dataclasses", "math", "enum",
-           "collections"}
+ALLOWED = {
+    "jax",
+    "equinox",
+    "jaxtyping",
+    "numpy",
+    "__future__",
+    "functools",
+    "typing",
+    "dataclasses",
+    "math",
+    "enum",
+    "collections",
+}
 
 
 def test_kernels_import_only_numerics():
@@ -34,13 +45,16 @@ def test_installed_inside_the_netsim_namespace(tmp_path):
     assert netsim.calibrate.__name__ == "netsim.calibrate"
     # In a fresh interpreter outside the checkout (-P: no working directory on the path), no top-level
     # package named kernels or calibrate is importable: the install put them inside netsim.
-    code = ("import importlib.util, netsim.kernels, netsim.calibrate\n"
-            "for name in ('kernels', 'calibrate'):\n"
-            "    spec = importlib.util.find_spec(name)\n"
-            "    assert spec is None or spec.origin is None, spec.origin\n")
+    code = (
+        "import importlib.util, netsim.kernels, netsim.calibrate\n"
+        "for name in ('kernels', 'calibrate'):\n"
+        "    spec = importlib.util.find_spec(name)\n"
+        "    assert spec is None or spec.origin is None, spec.origin\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env,
-                       timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
     assert p.returncode == 0, p.stderr
 
 

@@ -52,8 +52,11 @@ def test_matches_reference_with_shared_resources(seed):
         np.testing.assert_allclose(result.flow_finish[i], want[fid][2], rtol=1e-9, atol=1e-15, err_msg=fid)
     # conservation: each shared resource carried exactly the bytes of the flows that cross it
     for k, r in enumerate(scenario.shared):
-        crossing = sum(f.bytes for f, route in zip(scenario.flows, result.compiled.routes, strict=True)
-                       if r.applies(route))
+        crossing = sum(
+            f.bytes
+            for f, route in zip(scenario.flows, result.compiled.routes, strict=True)
+            if r.applies(route)
+        )
         np.testing.assert_allclose(result.shared_bytes[k], crossing, rtol=1e-9, atol=1e-3)
         assert result.shared_utilization[k] <= 1 + 1e-9
 
@@ -69,14 +72,17 @@ def test_json_round_trip(tmp_path):
     assert Scenario.from_dict(data).shared[0].capacity == 15 * GB
 
 
-@pytest.mark.parametrize(("shared", "match"), [
-    (SharedResource("a<->b", 0.0, ("a->b",)), r"shared\[0\] \(id 'a<->b'\)\.capacity: must be > 0"),
-    (SharedResource("a<->b", float("nan"), ("a->b",)), r"capacity: must be a finite number"),
-    (SharedResource("x", 1.0, ("a->z",)), r"shared\[0\] \(id 'x'\)\.links\[0\]: unknown link id 'a->z'"),
-    (SharedResource("x", 1.0, ("a->b",), via=("q",)), r"\.via\[0\]: unknown link id 'q'"),
-    (SharedResource("x", 1.0, ()), r"\.links: must name at least one link"),
-    (SharedResource("b->c", 1.0, ("a->b",)), r"duplicate resource id"),
-])
+@pytest.mark.parametrize(
+    ("shared", "match"),
+    [
+        (SharedResource("a<->b", 0.0, ("a->b",)), r"shared\[0\] \(id 'a<->b'\)\.capacity: must be > 0"),
+        (SharedResource("a<->b", float("nan"), ("a->b",)), r"capacity: must be a finite number"),
+        (SharedResource("x", 1.0, ("a->z",)), r"shared\[0\] \(id 'x'\)\.links\[0\]: unknown link id 'a->z'"),
+        (SharedResource("x", 1.0, ("a->b",), via=("q",)), r"\.via\[0\]: unknown link id 'q'"),
+        (SharedResource("x", 1.0, ()), r"\.links: must name at least one link"),
+        (SharedResource("b->c", 1.0, ("a->b",)), r"duplicate resource id"),
+    ],
+)
 def test_bad_shared_resources(shared, match):
     with pytest.raises(ScenarioError, match=match):
         netsim.compile_scenario(Scenario(LINKS, (Flow("ab", "a", "b", 1.0),), shared=(shared,)))

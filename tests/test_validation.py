@@ -28,8 +28,14 @@ def test_bad_bandwidth_is_refused_when_the_link_is_built(bw):
         Link("bc", "b", "c", bw)
     assert str(bw) in str(e.value)  # the message shows the value
     with pytest.raises(ScenarioError, match=r"links\[1\] \(id 'bc'\)\.bandwidth: "):
-        Scenario.from_dict({"links": [{"id": "ab", "src": "a", "dst": "b", "bandwidth": 1.0},
-                                      {"id": "bc", "src": "b", "dst": "c", "bandwidth": bw}]})
+        Scenario.from_dict(
+            {
+                "links": [
+                    {"id": "ab", "src": "a", "dst": "b", "bandwidth": 1.0},
+                    {"id": "bc", "src": "b", "dst": "c", "bandwidth": bw},
+                ]
+            }
+        )
 
 
 def test_bad_numbers():
@@ -54,7 +60,11 @@ def test_units_are_converted_when_objects_are_built():
 
     costs = StageCosts(forward="1 ms", backward_input="2 ms", activation_bytes="1 MiB", gradient_bytes="1 GB")
     assert (costs.forward, costs.backward_input, costs.activation_bytes, costs.gradient_bytes) == (
-        1e-3, 2e-3, 2**20, 1e9)
+        1e-3,
+        2e-3,
+        2**20,
+        1e9,
+    )
     assert Offload(memory="m", cpu="c", step_time="5 ms").step_time == 5e-3
     flow = Flow("f", "a", "b", 1, route=["ab"], after=["t"])  # lists are stored as tuples
     assert flow.route == ("ab",) and flow.after == ("t",) and isinstance(flow.bytes, float)
@@ -89,11 +99,17 @@ def test_documented_limits(make, message):
         (lambda: Link("a\x00b", "a", "b", 1.0), r"Link\.id: must be printable .*'a\\x00b'"),
         (lambda: Link("l", "a\nb", "b", 1.0), r"Link \(id 'l'\)\.src: must be printable"),
         (lambda: Link("l", "", "b", 1.0), r"src: must be a non-empty string, got ''"),
-        (lambda: Flow("f", "a", "b", 1.0, after=None), r"Flow \(id 'f'\)\.after: expected a list of id strings, got None"),
+        (
+            lambda: Flow("f", "a", "b", 1.0, after=None),
+            r"Flow \(id 'f'\)\.after: expected a list of id strings, got None",
+        ),
         (lambda: Flow("f", "a", "b", 1.0, after="t"), r"after: expected a list of id strings, got 't'"),
         (lambda: Flow("f", "a", "b", 1.0, route=[1]), r"route\[0\]: must be a non-empty string, got 1"),
         (lambda: Task(7, "gpu", 1.0), r"Task\.id: must be a non-empty string, got 7"),
-        (lambda: Flow("f", "a", "a", 1.0, route=("ab", "ba")), r"Flow \(id 'f'\)\.dst: same node as src \('a'\)"),
+        (
+            lambda: Flow("f", "a", "a", 1.0, route=("ab", "ba")),
+            r"Flow \(id 'f'\)\.dst: same node as src \('a'\)",
+        ),
         (lambda: Scenario(LINKS, name=3), "name: expected a string, got 3"),
         (lambda: Scenario(LINKS, description=["x"]), r"description: expected a string, got \['x'\]"),
         (lambda: Scenario(LINKS, name="\ud800"), "name: not valid Unicode text"),
@@ -108,8 +124,10 @@ def test_bad_objects_are_refused_when_built(make, message):
 
 def test_unknown_and_duplicate_ids():
     check(r"flows\[0\] \(id 'f'\)\.dst: unknown node 'z'", flows=[Flow("f", "a", "z", 1.0)])
-    check(r"flows\[0\] \(id 'f'\)\.route\[1\]: unknown link 'nope'",
-          flows=[Flow("f", "a", "c", 1.0, route=("ab", "nope"))])
+    check(
+        r"flows\[0\] \(id 'f'\)\.route\[1\]: unknown link 'nope'",
+        flows=[Flow("f", "a", "c", 1.0, route=("ab", "nope"))],
+    )
     check("duplicate link id", links=[*LINKS, Link("ab", "c", "a", 1.0)], flows=[Flow("f", "a", "b", 1.0)])
     check(r"tasks\[0\]\.id: duplicate id 'x'", flows=[Flow("x", "a", "b", 1.0)], tasks=[Task("x", "g", 1.0)])
     check(r"after\[0\]: unknown flow or task id 'ghost'", flows=[Flow("f", "a", "b", 1.0, after=("ghost",))])
@@ -121,15 +139,30 @@ def test_routes():
     check("'a' is unreachable from 'c'", flows=[Flow("f", "c", "a", 1.0)])
     # loops: a link crossed twice, a return to the src, dst reached early (each adds latency and load)
     links = [*LINKS, Link("cb", "c", "b", 1e9), Link("cd", "c", "d", 1e9)]
-    check(r"flows\[0\] \(id 'f'\)\.route\[3\]: link 'bc' is crossed twice \(also at \[1\]\)",
-          links=links, flows=[Flow("f", "a", "d", 1.0, route=("ab", "bc", "cb", "bc", "cd"))])
-    check(r"route\[1\]: link 'ba' returns to the src 'a'", flows=[Flow("f", "a", "c", 1.0, route=("ab", "ba", "ab", "bc"))])
-    check(r"route\[0\]: the route reaches dst 'b' before its end",
-          links=links, flows=[Flow("f", "a", "b", 1.0, route=("ab", "bc", "cb"))])
+    check(
+        r"flows\[0\] \(id 'f'\)\.route\[3\]: link 'bc' is crossed twice \(also at \[1\]\)",
+        links=links,
+        flows=[Flow("f", "a", "d", 1.0, route=("ab", "bc", "cb", "bc", "cd"))],
+    )
+    check(
+        r"route\[1\]: link 'ba' returns to the src 'a'",
+        flows=[Flow("f", "a", "c", 1.0, route=("ab", "ba", "ab", "bc"))],
+    )
+    check(
+        r"route\[0\]: the route reaches dst 'b' before its end",
+        links=links,
+        flows=[Flow("f", "a", "b", 1.0, route=("ab", "bc", "cb"))],
+    )
     # other nodes may repeat: staging through host memory goes cpu -> mem -> cpu
-    staged = [Link("gc", "gpu0", "cpu", 1e9), Link("cm", "cpu", "mem", 1e9), Link("mc", "mem", "cpu", 1e9),
-              Link("cg", "cpu", "gpu1", 1e9)]
-    netsim.compile_scenario(Scenario(staged, [Flow("f", "gpu0", "gpu1", 1.0, route=("gc", "cm", "mc", "cg"))]))
+    staged = [
+        Link("gc", "gpu0", "cpu", 1e9),
+        Link("cm", "cpu", "mem", 1e9),
+        Link("mc", "mem", "cpu", 1e9),
+        Link("cg", "cpu", "gpu1", 1e9),
+    ]
+    netsim.compile_scenario(
+        Scenario(staged, [Flow("f", "gpu0", "gpu1", 1.0, route=("gc", "cm", "mc", "cg"))])
+    )
 
 
 def test_cycle_is_named():
@@ -143,18 +176,25 @@ def test_json_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ScenarioError, match="not valid JSON"):
         Scenario.load(bad)
-    with pytest.raises(ScenarioError, match=r"links\[0\] \(id 'l'\)\.bandwidth: unknown bandwidth unit 'GHz'"):
+    with pytest.raises(
+        ScenarioError, match=r"links\[0\] \(id 'l'\)\.bandwidth: unknown bandwidth unit 'GHz'"
+    ):
         Scenario.from_dict({"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "5 GHz"}]})
     with pytest.raises(ScenarioError, match=r"flows\[0\]: missing field\(s\) \['bytes'\]"):
         Scenario.from_dict({"links": [], "flows": [{"id": "f", "src": "a", "dst": "b"}]})
     with pytest.raises(ScenarioError, match=r"flows\[0\]: unknown field\(s\) \['size'\]"):
-        Scenario.from_dict({"links": [], "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": 1, "size": 2}]})
+        Scenario.from_dict(
+            {"links": [], "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": 1, "size": 2}]}
+        )
 
 
 def test_units_and_round_trip(tmp_path):
-    s = Scenario.from_dict({"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "100 Gbps",
-                                       "latency": "2 us"}],
-                            "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": "1 MiB", "start": "1ms"}]})
+    s = Scenario.from_dict(
+        {
+            "links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "100 Gbps", "latency": "2 us"}],
+            "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": "1 MiB", "start": "1ms"}],
+        }
+    )
     assert s.links[0].bandwidth == 12.5e9 and s.links[0].latency == 2e-6
     assert s.flows[0].bytes == 2**20 and s.flows[0].start == 1e-3
     s.save(tmp_path / "s.json")
@@ -171,8 +211,10 @@ def test_errors_come_before_tracing(monkeypatch):
         netsim.simulate(Scenario(LINKS, [Flow("f", "a", "q", 1.0)]))
 
 
-GOOD = {"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "1 GB/s"}],
-        "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": "1 MiB"}]}
+GOOD = {
+    "links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "1 GB/s"}],
+    "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": "1 MiB"}],
+}
 
 
 @pytest.mark.parametrize(
@@ -180,27 +222,58 @@ GOOD = {"links": [{"id": "l", "src": "a", "dst": "b", "bandwidth": "1 GB/s"}],
     [
         (b'{"name": "caf\xe9", "links": []}', r"not UTF-8 text \(byte 13: invalid continuation byte\)"),
         (b"[" * 100_000 + b"]" * 100_000, "JSON nested too deeply"),
-        (b'{"links": [], "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": ' + b"1" * 5000 + b"}]}",
-         "not valid JSON: Exceeds the limit"),
-        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "bytes": int("9" * 400)}]}).encode(),
-         r"flows\[0\] \(id 'f'\)\.bytes: 9999.*9999 is beyond float64's range"),
-        (json.dumps({**GOOD, "links": [{**GOOD["links"][0], "bandwidth": int("9" * 400)}]}).encode(),
-         "bandwidth: .* is beyond float64's range"),
-        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "after": None}]}).encode(),
-         r"flows\[0\] \(id 'f'\)\.after: expected a list of id strings, got None"),
+        (
+            b'{"links": [], "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": ' + b"1" * 5000 + b"}]}",
+            "not valid JSON: Exceeds the limit",
+        ),
+        (
+            json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "bytes": int("9" * 400)}]}).encode(),
+            r"flows\[0\] \(id 'f'\)\.bytes: 9999.*9999 is beyond float64's range",
+        ),
+        (
+            json.dumps({**GOOD, "links": [{**GOOD["links"][0], "bandwidth": int("9" * 400)}]}).encode(),
+            "bandwidth: .* is beyond float64's range",
+        ),
+        (
+            json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "after": None}]}).encode(),
+            r"flows\[0\] \(id 'f'\)\.after: expected a list of id strings, got None",
+        ),
         (json.dumps({**GOOD, "per_hop_latency": "abc"}).encode(), "per_hop_latency: cannot read 'abc'"),
-        (json.dumps({**GOOD, "per_hop_latency": [1]}).encode(), r"per_hop_latency: expected a number .*got \[1\]"),
-        (json.dumps({**GOOD, "per_hop_latency": None}).encode(), "per_hop_latency: expected a number .*got None"),
+        (
+            json.dumps({**GOOD, "per_hop_latency": [1]}).encode(),
+            r"per_hop_latency: expected a number .*got \[1\]",
+        ),
+        (
+            json.dumps({**GOOD, "per_hop_latency": None}).encode(),
+            "per_hop_latency: expected a number .*got None",
+        ),
         (json.dumps({**GOOD, "name": 5}).encode(), "name: expected a string, got 5"),
-        (json.dumps({**GOOD, "description": {"a": 1}}).encode(), r"description: expected a string, got \{'a': 1\}"),
-        (json.dumps({**GOOD, "links": [{**GOOD["links"][0], "id": "l\x00"}]}).encode(),
-         r"links\[0\]\.id: must be printable"),
-        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "dst": "a", "route": ["l"]}]}).encode(),
-         r"flows\[0\] \(id 'f'\)\.dst: same node as src \('a'\)"),
-        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "start": 1e300}]}).encode(), r"start: must be < 1e\+15 s"),
-        (json.dumps({**GOOD, "links": [*GOOD["links"], {"id": "m", "src": "b", "dst": "a", "bandwidth": 1e300}]})
-         .encode(), r"links\[1\] \(id 'm'\)\.bandwidth: must lie in"),
-        (json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "bytes": 1.7e308}]}).encode(), "bytes: must be < 1e"),
+        (
+            json.dumps({**GOOD, "description": {"a": 1}}).encode(),
+            r"description: expected a string, got \{'a': 1\}",
+        ),
+        (
+            json.dumps({**GOOD, "links": [{**GOOD["links"][0], "id": "l\x00"}]}).encode(),
+            r"links\[0\]\.id: must be printable",
+        ),
+        (
+            json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "dst": "a", "route": ["l"]}]}).encode(),
+            r"flows\[0\] \(id 'f'\)\.dst: same node as src \('a'\)",
+        ),
+        (
+            json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "start": 1e300}]}).encode(),
+            r"start: must be < 1e\+15 s",
+        ),
+        (
+            json.dumps(
+                {**GOOD, "links": [*GOOD["links"], {"id": "m", "src": "b", "dst": "a", "bandwidth": 1e300}]}
+            ).encode(),
+            r"links\[1\] \(id 'm'\)\.bandwidth: must lie in",
+        ),
+        (
+            json.dumps({**GOOD, "flows": [{**GOOD["flows"][0], "bytes": 1.7e308}]}).encode(),
+            "bytes: must be < 1e",
+        ),
     ],
 )
 def test_bad_files_are_scenario_errors(tmp_path, raw, message):
@@ -263,10 +336,14 @@ def test_checks():
         with pytest.raises(ScenarioError, match=r"n: expected an integer >= 1, got"):
             count(bad, "n")
     assert choice("ring", "algorithm", {"ring", "tree"}) == "ring"
-    with pytest.raises(ScenarioError, match=r"algorithm: unknown value 'x'; expected one of \['ring', 'tree'\]"):
+    with pytest.raises(
+        ScenarioError, match=r"algorithm: unknown value 'x'; expected one of \['ring', 'tree'\]"
+    ):
         choice("x", "algorithm", {"ring", "tree"})
     assert number(2, "x") == 2.0 and isinstance(number(2, "x"), float)
-    with pytest.raises(ScenarioError, match="x: must be a finite number, got <an integer of about 400 digits>"):
+    with pytest.raises(
+        ScenarioError, match="x: must be a finite number, got <an integer of about 400 digits>"
+    ):
         number(10**400, "x", positive=True)
     assert quantity("100 Gbps", "bandwidth", "bw") == 12.5e9
     with pytest.raises(ScenarioError, match="size: must be > 0, got 0"):

@@ -18,8 +18,9 @@ __all__ = ["TRACES", "TRACES_DIR", "trace_path"]
 # A plain folder beside this file: package-data installs it with the package (pyproject), and a
 # folder path (not an importlib.resources handle) is what read_trace and open() take.
 TRACES_DIR = pathlib.Path(__file__).resolve().parent / "traces"
-TRACES: tuple[str, ...] = tuple(sorted(p.name for p in TRACES_DIR.iterdir()
-                                       if p.is_file() and p.name != "README.md"))
+TRACES: tuple[str, ...] = tuple(
+    sorted(p.name for p in TRACES_DIR.iterdir() if p.is_file() and p.name != "README.md")
+)
 
 
 def trace_path(name: str) -> pathlib.Path:

@@ -43,8 +43,10 @@ class SweepTable:
 
     def format(self) -> str:
         """The table in nccl-tests' units: size (B), time (us), algbw and busbw (GB/s)."""
-        lines = [f"# {self.kind} ({self.algorithm}), {self.n} ranks",
-                 f"# {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}"]
+        lines = [
+            f"# {self.kind} ({self.algorithm}), {self.n} ranks",
+            f"# {'size (B)':>14} {'time (us)':>12} {'algbw (GB/s)':>13} {'busbw (GB/s)':>13}",
+        ]
         for size, t, alg, bus in self.rows():
             lines.append(f"  {size:>14.0f} {t * 1e6:>12.2f} {alg / 1e9:>13.2f} {bus / 1e9:>13.2f}")
         return "\n".join(lines)
@@ -65,7 +67,9 @@ def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[flo
         ScenarioError: a bad size, or a collective of size 0.
     """
     if not collective.size > 0:
-        raise ScenarioError(f"collective_sweep: build the collective at a positive size, got size={collective.size!r}")
+        raise ScenarioError(
+            f"collective_sweep: build the collective at a positive size, got size={collective.size!r}"
+        )
     if isinstance(sizes, str | int | float) or len(sizes) == 0:
         raise ScenarioError(f"sizes: expected a non-empty list of sizes, got {sizes!r}")
     values = np.array([quantity(x, "bytes", f"sizes[{i}]", positive=True) for i, x in enumerate(sizes)])
@@ -83,12 +87,22 @@ def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[flo
         program = Program(p.route, scales[:, None] * p.size[None, :], p.release, p.overhead, p.after)
         times = run_batch(compiled.network, program, max_events=compiled.max_events, width=16)["makespan"]
     algbw = values / times
-    return SweepTable(collective.kind, collective.algorithm, collective.n, values, times, algbw,
-                      algbw * collective.bus_factor)
+    return SweepTable(
+        collective.kind,
+        collective.algorithm,
+        collective.n,
+        values,
+        times,
+        algbw,
+        algbw * collective.bus_factor,
+    )
 
 
 def _scaled(scenario: Scenario, k: float) -> Scenario:
     """`scenario` with every flow's bytes and task's duration times k."""
     flows = tuple(dataclasses.replace(f, bytes=f.bytes * k) for f in scenario.flows)
-    return dataclasses.replace(scenario, flows=flows,
-                               tasks=tuple(dataclasses.replace(t, duration=t.duration * k) for t in scenario.tasks))
+    return dataclasses.replace(
+        scenario,
+        flows=flows,
+        tasks=tuple(dataclasses.replace(t, duration=t.duration * k) for t in scenario.tasks),
+    )

@@ -62,8 +62,9 @@ class RingPlan:
 
     def allreduce(self, size: float | str, *, ranks: Sequence[str] | None = None, **kwargs) -> Collective:
         """A ring AllReduce on this ring (every channel on it); kwargs go to `allreduce`."""
-        return allreduce(self.order if ranks is None else ranks, size, rings=[self.order], routes=self.routes,
-                         **kwargs)
+        return allreduce(
+            self.order if ranks is None else ranks, size, rings=[self.order], routes=self.routes, **kwargs
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,9 +89,18 @@ class RingSearch:
         return self.best[0].busbw / self.default.busbw
 
 
-def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: float | str = 2**28,
-                 vias: Sequence[str] | None = None, chunks: int = 1, step_overhead: float | str = 0.0,
-                 top: int = 3, samples: int = 256, seed: int = 0) -> RingSearch:
+def search_rings(
+    fabric: Fabric,
+    ranks: Sequence[str] | None = None,
+    *,
+    size: float | str = 2**28,
+    vias: Sequence[str] | None = None,
+    chunks: int = 1,
+    step_overhead: float | str = 0.0,
+    top: int = 3,
+    samples: int = 256,
+    seed: int = 0,
+) -> RingSearch:
     """Searches ring orders and per-hop routes for the fastest ring AllReduce, with the simulator.
 
     Args:
@@ -148,10 +158,18 @@ def search_rings(fabric: Fabric, ranks: Sequence[str] | None = None, *, size: fl
 
     finals = [default] + [c for c in refined if _key(c) != _key(default)]
     rings = [search.plan(c) for c in finals]
-    times = _makespans([r.allreduce(size, chunks=chunks, step_overhead=step_overhead, name="search").scenario(fabric)
-                        for r in rings], shape=dataclasses.replace(search.shape, items=64))
+    times = _makespans(
+        [
+            r.allreduce(size, chunks=chunks, step_overhead=step_overhead, name="search").scenario(fabric)
+            for r in rings
+        ],
+        shape=dataclasses.replace(search.shape, items=64),
+    )
     scale = size * bus_factor("allreduce", n)  # busbw = scale / time
-    plans = [dataclasses.replace(r, time=float(t), busbw=float(scale / t)) for r, t in zip(rings, times, strict=True)]
+    plans = [
+        dataclasses.replace(r, time=float(t), busbw=float(scale / t))
+        for r, t in zip(rings, times, strict=True)
+    ]
     order = sorted(range(len(plans)), key=lambda i: (_rounded(times[i], times.min()), i))
     return RingSearch(tuple(plans[i] for i in order[:top]), plans[0], size, search.evaluated)
 
@@ -160,8 +178,12 @@ def _makespans(scenarios: Sequence[Scenario], *, shape: Shape, width: int | None
     """Makespan (s) of each scenario, simulated in vmapped batches of `width` (default: all at once) laid
     out at (at least) `shape`, so that batches of one search share one compile."""
     width = width or len(scenarios)
-    return np.concatenate([compile_batch(scenarios[lo:lo + width], shape=shape).run(width=width)["makespan"]
-                           for lo in range(0, len(scenarios), width)])
+    return np.concatenate(
+        [
+            compile_batch(scenarios[lo : lo + width], shape=shape).run(width=width)["makespan"]
+            for lo in range(0, len(scenarios), width)
+        ]
+    )
 
 
 def _rounded(t: float, best: float) -> int:
@@ -177,9 +199,21 @@ class _Search:
 
     WIDTH = 64  # candidates per vmapped probe batch
 
-    def __init__(self, fabric: Fabric, ranks: tuple[str, ...], options: tuple[str | None, ...], part: float,
-                 overhead: float):
-        self.fabric, self.ranks, self.options, self.part, self.overhead = fabric, ranks, options, part, overhead
+    def __init__(
+        self,
+        fabric: Fabric,
+        ranks: tuple[str, ...],
+        options: tuple[str | None, ...],
+        part: float,
+        overhead: float,
+    ):
+        self.fabric, self.ranks, self.options, self.part, self.overhead = (
+            fabric,
+            ranks,
+            options,
+            part,
+            overhead,
+        )
         self.links = tuple(fabric.links)
         n = len(ranks)
         self.route: dict[tuple[int, int, int], tuple[str, ...]] = {}
@@ -189,13 +223,20 @@ class _Search:
                     continue
                 for o, via in enumerate(options):
                     try:
-                        r = fabric.route(ranks[a], ranks[b]) if via is None else \
-                            fabric.route(ranks[a], ranks[b], via=via)
+                        r = (
+                            fabric.route(ranks[a], ranks[b])
+                            if via is None
+                            else fabric.route(ranks[a], ranks[b], via=via)
+                        )
                     except ScenarioError:
                         continue
                     self.route[(a, b, o)] = tuple(r)
-        missing = [(ranks[a], ranks[b]) for a in range(n) for b in range(n)
-                   if a != b and not any((a, b, o) in self.route for o in range(len(options)))]
+        missing = [
+            (ranks[a], ranks[b])
+            for a in range(n)
+            for b in range(n)
+            if a != b and not any((a, b, o) in self.route for o in range(len(options)))
+        ]
         if missing:
             raise ScenarioError(f"search_rings: no route for rank pair(s) {missing[:3]}")
         hops = max(len(r) for r in self.route.values())
@@ -245,7 +286,9 @@ class _Search:
     def improve(self, start: Candidate) -> Candidate:
         """Local search: take the fastest neighbour (segment reversal or one hop's route) until none is faster."""
         current = start
-        while True:  # terminates: each move is faster by more than TIE / 2 (rank keeps `current` first on ties)
+        while (
+            True
+        ):  # terminates: each move is faster by more than TIE / 2 (rank keeps `current` first on ties)
             (best, _), *_ = self.rank([current, *self._neighbours(current)])
             if _key(best) == _key(current):
                 return current
@@ -257,13 +300,13 @@ class _Search:
         out = []
         for i in range(1, n - 1):
             for j in range(i + 1, n):
-                o = order[:i] + order[i:j + 1][::-1] + order[j + 1:]
+                o = order[:i] + order[i : j + 1][::-1] + order[j + 1 :]
                 out.append((o, self.best_options(o)))
         for h in range(n):
             a, b = order[h], order[(h + 1) % n]
             for o in range(len(self.options)):
                 if o != opts[h] and (a, b, o) in self.route:
-                    out.append((order, (*opts[:h], o, *opts[h + 1:])))
+                    out.append((order, (*opts[:h], o, *opts[h + 1 :])))
         return out
 
     def _hops(self, c: Candidate) -> list[tuple[int, int, int]]:
@@ -273,17 +316,36 @@ class _Search:
 
     def _probe(self, batches: Sequence[Sequence[tuple[int, int, int]]], count: bool = True) -> np.ndarray:
         """Makespan of each set of hops moving `part` bytes at once (after the step overhead)."""
-        scenarios = [Scenario(self.links, [Flow(f"h{i}", self.ranks[a], self.ranks[b], self.part,
-                                                overhead=self.overhead, route=self.route[(a, b, o)])
-                                           for i, (a, b, o) in enumerate(hops)]) for hops in batches]
+        scenarios = [
+            Scenario(
+                self.links,
+                [
+                    Flow(
+                        f"h{i}",
+                        self.ranks[a],
+                        self.ranks[b],
+                        self.part,
+                        overhead=self.overhead,
+                        route=self.route[(a, b, o)],
+                    )
+                    for i, (a, b, o) in enumerate(hops)
+                ],
+            )
+            for hops in batches
+        ]
         if count:
             self.evaluated += len(scenarios)
         return _makespans(scenarios, shape=self.shape, width=self.WIDTH)
 
     def plan(self, c: Candidate) -> RingPlan:
         hops = self._hops(c)
-        return RingPlan(tuple(self.ranks[i] for i in c[0]), tuple(self.options[o] for *_, o in hops),
-                        tuple(self.route[h] for h in hops), math.nan, math.nan)
+        return RingPlan(
+            tuple(self.ranks[i] for i in c[0]),
+            tuple(self.options[o] for *_, o in hops),
+            tuple(self.route[h] for h in hops),
+            math.nan,
+            math.nan,
+        )
 
 
 def _all_orders(n: int):

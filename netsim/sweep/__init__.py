@@ -1,9 +1,9 @@
 """Batched what-if sweeps: a base scenario crossed with axes, run as vmapped, sharded batches.
 
-    from netsim.sweep import Sweep, LinkBandwidth, MessageSize
-    sweep = Sweep(scenario, [LinkBandwidth("bw", match="pcie*", scale=[0.5, 1, 2]),
-                             MessageSize("size", scale=[1, 4, 16])])
-    result = sweep.run("results.h5")  # resumable; result.grid("makespan") has shape (3, 3)
+from netsim.sweep import Sweep, LinkBandwidth, MessageSize
+sweep = Sweep(scenario, [LinkBandwidth("bw", match="pcie*", scale=[0.5, 1, 2]),
+                         MessageSize("size", scale=[1, 4, 16])])
+result = sweep.run("results.h5")  # resumable; result.grid("makespan") has shape (3, 3)
 """
 
 from ._axes import Axis as Axis

@@ -34,7 +34,9 @@ def format_bytes(n: float) -> str:
     """A byte count with its unit: binary (4 MiB) when a whole number of its largest binary unit, else decimal."""
     from .._units import format_quantity
 
-    unit, scale = next(((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if n >= s), ("B", 1))
+    unit, scale = next(
+        ((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if n >= s), ("B", 1)
+    )
     if scale > 1 and float(n / scale).is_integer():
         return f"{n / scale:g} {unit}"
     return format_quantity(n, "bytes")
@@ -106,7 +108,9 @@ class ArrayAxis(Axis):
         object.__setattr__(self, "match", _pattern_tuple(self.match, f"{where}.{self.selects}"))
         given = [k for k in ("scale", "value", "scale_range", "value_range") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise SweepError(f"{where}: give exactly one of scale, value, scale_range, value_range; got {given}")
+            raise SweepError(
+                f"{where}: give exactly one of scale, value, scale_range, value_range; got {given}"
+            )
         key = given[0]
         raw = getattr(self, key)
         if key.endswith("_range"):
@@ -114,19 +118,24 @@ class ArrayAxis(Axis):
                 raise SweepError(f"{where}.{key}: expected [low, high], got {raw!r}")
             lo, hi = (float(x) for x in raw)
             if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi or lo < 0 or (self.log and lo <= 0):
-                raise SweepError(f"{where}.{key}: need finite 0 {'<' if self.log else '<='} low <= high, "
-                                 f"got {raw!r}")
+                raise SweepError(
+                    f"{where}.{key}: need finite 0 {'<' if self.log else '<='} low <= high, got {raw!r}"
+                )
             object.__setattr__(self, key, (lo, hi))
         else:
             vals = tuple(float(x) for x in raw)
             if not vals or not all(math.isfinite(v) and v >= 0 for v in vals):
-                raise SweepError(f"{where}.{key}: expected a non-empty list of finite numbers >= 0, got {raw!r}")
+                raise SweepError(
+                    f"{where}.{key}: expected a non-empty list of finite numbers >= 0, got {raw!r}"
+                )
             object.__setattr__(self, key, vals)
         if self.independent and not key.endswith("_range"):
             raise SweepError(f"{where}: independent=True needs scale_range or value_range (sampled draws)")
         if self.target == "capacity" and 0.0 in (self.scale or self.value or ()):
-            raise SweepError(f"{where}: a bandwidth of 0 is a failed link: use a failed-links axis "
-                             "(it reroutes the flows on the host)")
+            raise SweepError(
+                f"{where}: a bandwidth of 0 is a failed link: use a failed-links axis "
+                "(it reroutes the flows on the host)"
+            )
 
     @property
     def is_scale(self) -> bool:
@@ -254,8 +263,11 @@ class FailedLinks(Axis):
             if failed.isdisjoint(route):
                 flows.append(dataclasses.replace(flow, route=tuple(route)))
             else:
-                new = graph.shortest_path(flow.src, flow.dst, where=f"flows[{i}] (id {flow.id!r}) with {where} "
-                                                                    f"{sorted(failed)} failed")
+                new = graph.shortest_path(
+                    flow.src,
+                    flow.dst,
+                    where=f"flows[{i}] (id {flow.id!r}) with {where} {sorted(failed)} failed",
+                )
                 flows.append(dataclasses.replace(flow, route=new))
         return dataclasses.replace(scenario, flows=tuple(flows))
 
@@ -276,8 +288,10 @@ class ScenarioAxis(Axis):
 
     def __post_init__(self):
         if not callable(self.build):
-            raise SweepError(f"axis {self.name!r}.build: expected a callable (scenario, value) -> Scenario, "
-                             f"got {self.build!r}")
+            raise SweepError(
+                f"axis {self.name!r}.build: expected a callable (scenario, value) -> Scenario, "
+                f"got {self.build!r}"
+            )
         if not self.values:
             raise SweepError(f"axis {self.name!r}.values: expected a non-empty list")
         object.__setattr__(self, "values", tuple(self.values))
@@ -290,8 +304,16 @@ class ScenarioAxis(Axis):
         return [str(v) for v in self.values]
 
     def describe(self) -> dict[str, Any]:
-        fn = self.function or f"{getattr(self.build, '__module__', '?')}:{getattr(self.build, '__qualname__', '?')}"
-        return {"name": self.name, "kind": "python", "function": fn, "values": [_jsonable(v) for v in self.values]}
+        fn = (
+            self.function
+            or f"{getattr(self.build, '__module__', '?')}:{getattr(self.build, '__qualname__', '?')}"
+        )
+        return {
+            "name": self.name,
+            "kind": "python",
+            "function": fn,
+            "values": [_jsonable(v) for v in self.values],
+        }
 
     def apply(self, scenario: Scenario, index: int) -> Scenario:
         """build(scenario, values[index]); a ScenarioError marks the point unbuildable, any other
@@ -302,10 +324,14 @@ class ScenarioAxis(Axis):
         except ScenarioError:
             raise
         except Exception as e:
-            raise SweepError(f"axis {self.name!r}: build(scenario, {value!r}) raised {type(e).__name__}: {e}") from e
+            raise SweepError(
+                f"axis {self.name!r}: build(scenario, {value!r}) raised {type(e).__name__}: {e}"
+            ) from e
         if not isinstance(out, Scenario):
-            raise ScenarioError(f"axis {self.name!r}: build({self.values[index]!r}) returned "
-                                f"{type(out).__name__}, not a netsim.Scenario")
+            raise ScenarioError(
+                f"axis {self.name!r}: build({self.values[index]!r}) returned "
+                f"{type(out).__name__}, not a netsim.Scenario"
+            )
         return out
 
 

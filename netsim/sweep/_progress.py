@@ -15,8 +15,16 @@ def _clock(seconds: float) -> str:
 class Progress:
     """Redraws one line in a terminal; elsewhere (logs, CI) prints a line at most every `every` s."""
 
-    def __init__(self, total: int, done: int = 0, *, stream: TextIO | None = None, enabled: bool = True,
-                 every: float = 10.0, label: str = "sweep"):
+    def __init__(
+        self,
+        total: int,
+        done: int = 0,
+        *,
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        every: float = 10.0,
+        label: str = "sweep",
+    ):
         self.total, self.done, self.start_done = total, done, done
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled
@@ -32,8 +40,10 @@ class Progress:
         rate = new / elapsed if elapsed > 0 else 0.0
         eta = _clock((self.total - self.done) / rate) if rate > 0 else "?"
         pct = 100.0 * self.done / self.total if self.total else 100.0
-        return (f"{self.label} {self.done}/{self.total} points ({pct:5.1f}%)  {rate:,.1f} points/s  "
-                f"elapsed {_clock(elapsed)}  ETA {eta}")
+        return (
+            f"{self.label} {self.done}/{self.total} points ({pct:5.1f}%)  {rate:,.1f} points/s  "
+            f"elapsed {_clock(elapsed)}  ETA {eta}"
+        )
 
     def update(self, n: int) -> None:
         self.done += n

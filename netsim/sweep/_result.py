@@ -85,7 +85,9 @@ class SweepResult:
         """Why point i did not finish, one sentence per Status bit (empty if it finished)."""
         status = self.point_status(i)
         max_events = self.meta.get("max_events")
-        out = status.reasons(events=int(self.events[i]), max_events=None if max_events is None else int(max_events))
+        out = status.reasons(
+            events=int(self.events[i]), max_events=None if max_events is None else int(max_events)
+        )
         if status & Status.NOT_BUILT:
             why = self.errors[int(self.host_key[i])] if len(self.errors) else ""
             out = [f"{r}: {why}" if why and "could not be built" in r else r for r in out]
@@ -101,41 +103,59 @@ class SweepResult:
         """A per-point column by name (makespan, status, events, flow_finish, link_bytes, link_utilization)."""
         value = getattr(self, name, None) if name in _COLUMNS else None
         if value is None:
-            raise KeyError(f"no metric {name!r} in this sweep; have {[c for c in _COLUMNS if getattr(self, c) is not None]}")
+            raise KeyError(
+                f"no metric {name!r} in this sweep; have {[c for c in _COLUMNS if getattr(self, c) is not None]}"
+            )
         return value
 
     def grid(self, metric: str | np.ndarray = "makespan") -> np.ndarray:
         """The metric laid out on the grid: shape grid_shape (+ trailing per-flow/link dims); NaN if not run."""
         if self.grid_shape is None:
-            raise SweepError("grid(): this sweep sampled random points; use the per-point arrays and axis values")
+            raise SweepError(
+                "grid(): this sweep sampled random points; use the per-point arrays and axis values"
+            )
         col = self.metric(metric) if isinstance(metric, str) else np.asarray(metric)
         out = np.full(self.grid_shape + col.shape[1:], np.nan)
         out[tuple(a.index for a in self.axes)] = col
         return out
 
     @classmethod
-    def from_parts(cls, meta: Mapping[str, Any], columns: Mapping[str, np.ndarray],
-                   extra: Mapping[str, Any]) -> SweepResult:
+    def from_parts(
+        cls, meta: Mapping[str, Any], columns: Mapping[str, np.ndarray], extra: Mapping[str, Any]
+    ) -> SweepResult:
         axes = []
         for d in _json(meta["axes"]):
             data = extra["axes"].get(d["name"], {})
-            axes.append(AxisData(
-                name=d["name"], kind=d["description"]["kind"], labels=tuple(d["labels"]),
-                values=np.asarray(d["values"]) if d.get("values") is not None else None,
-                index=_opt(data.get("index")), value=_opt(data.get("value")),
-                ids=tuple(_strs(data["ids"])) if "ids" in data else (), description=d["description"],
-                sizes=np.asarray(d["sizes"], float) if d.get("sizes") is not None else None))
+            axes.append(
+                AxisData(
+                    name=d["name"],
+                    kind=d["description"]["kind"],
+                    labels=tuple(d["labels"]),
+                    values=np.asarray(d["values"]) if d.get("values") is not None else None,
+                    index=_opt(data.get("index")),
+                    value=_opt(data.get("value")),
+                    ids=tuple(_strs(data["ids"])) if "ids" in data else (),
+                    description=d["description"],
+                    sizes=np.asarray(d["sizes"], float) if d.get("sizes") is not None else None,
+                )
+            )
         grid = _json(meta["grid_shape"])
         return cls(
-            name=str(meta.get("name", "")), axes=tuple(axes),
-            status=np.asarray(columns["status"]), events=np.asarray(columns["events"]),
+            name=str(meta.get("name", "")),
+            axes=tuple(axes),
+            status=np.asarray(columns["status"]),
+            events=np.asarray(columns["events"]),
             makespan=np.asarray(columns["makespan"]),
-            flow_ids=tuple(_strs(extra["flow_ids"])), link_ids=tuple(_strs(extra["link_ids"])),
-            flow_finish=_opt(columns.get("flow_finish")), link_bytes=_opt(columns.get("link_bytes")),
+            flow_ids=tuple(_strs(extra["flow_ids"])),
+            link_ids=tuple(_strs(extra["link_ids"])),
+            flow_finish=_opt(columns.get("flow_finish")),
+            link_bytes=_opt(columns.get("link_bytes")),
             link_utilization=_opt(columns.get("link_utilization")),
             grid_shape=tuple(grid) if grid is not None else None,
-            errors=tuple(_strs(extra["scenario_errors"])), host_key=np.asarray(extra["host_key"]),
-            meta=dict(meta))
+            errors=tuple(_strs(extra["scenario_errors"])),
+            host_key=np.asarray(extra["host_key"]),
+            meta=dict(meta),
+        )
 
 
 _COLUMNS = COLUMNS
@@ -152,15 +172,22 @@ def load(path: str | os.PathLike) -> SweepResult:
     meta = read_meta(path)
     with open_h5(path, "r") as f:
         columns = {k: f[k][...] for k in _COLUMNS if k in f}
-        extra = {"axes": {name: {k: g[k][...] for k in g} for name, g in f["axes"].items()},
-                 **{k: f[k][...] for k in ("flow_ids", "link_ids", "scenario_errors", "host_key")}}
+        extra = {
+            "axes": {name: {k: g[k][...] for k in g} for name, g in f["axes"].items()},
+            **{k: f[k][...] for k in ("flow_ids", "link_ids", "scenario_errors", "host_key")},
+        }
         damaged = damaged_chunks(f, meta)
     if meta.get("version") == 1:
-        columns["status"] = np.where(columns["status"] == -1, int(Status.NOT_RUN), columns["status"]).astype(np.int32)
+        columns["status"] = np.where(columns["status"] == -1, int(Status.NOT_RUN), columns["status"]).astype(
+            np.int32
+        )
     for chunk, why in damaged:
         rows = chunk_rows(chunk, int(meta["chunk_size"]), int(meta["n_points"]))
-        print(f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: read as not run; "
-              "rerun the sweep to recompute it", file=sys.stderr)
+        print(
+            f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: read as not run; "
+            "rerun the sweep to recompute it",
+            file=sys.stderr,
+        )
         for k, col in columns.items():
             col[rows] = int(Status.NOT_RUN) if k == "status" else -1 if k == "events" else np.nan
     return SweepResult.from_parts(meta, columns, extra)

@@ -41,7 +41,9 @@ def sweep_from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Sweep:
         raise SweepError("sweep spec: missing field 'scenario' (a scenario file path or object)")
     sc = data["scenario"]
     try:
-        scenario = Scenario.load(os.path.join(base_dir, sc)) if isinstance(sc, str) else Scenario.from_dict(sc)
+        scenario = (
+            Scenario.load(os.path.join(base_dir, sc)) if isinstance(sc, str) else Scenario.from_dict(sc)
+        )
     except (ScenarioError, OSError) as e:
         raise SweepError(f"scenario: {e}") from None
     axes_data = data.get("axes")
@@ -52,11 +54,19 @@ def sweep_from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Sweep:
         if not isinstance(data.get(key, ""), str):
             raise SweepError(f"{key}: expected a string, got {data[key]!r}")
     outputs = data.get("outputs")
-    if outputs is not None and (not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs)):
+    if outputs is not None and (
+        not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs)
+    ):
         raise SweepError(f"outputs: expected a list of output names, got {outputs!r}")
     # Sweep checks samples and seed by type (a string seed is refused, not parsed)
-    return Sweep(scenario, axes, samples=data.get("samples"), seed=data.get("seed", 0), outputs=outputs,
-                 name=data.get("name", ""))
+    return Sweep(
+        scenario,
+        axes,
+        samples=data.get("samples"),
+        seed=data.get("seed", 0),
+        outputs=outputs,
+        name=data.get("name", ""),
+    )
 
 
 def _axis(d: Any, where: str, base_dir: str):
@@ -70,7 +80,17 @@ def _axis(d: Any, where: str, base_dir: str):
         raise SweepError(f"{where}.name: expected a string, got {name!r}")
     if kind in _ARRAY:
         cls = _ARRAY[kind]
-        known = {"name", "kind", cls.selects, "scale", "value", "scale_range", "value_range", "log", "independent"}
+        known = {
+            "name",
+            "kind",
+            cls.selects,
+            "scale",
+            "value",
+            "scale_range",
+            "value_range",
+            "log",
+            "independent",
+        }
         _known(d, known, where)
         kw: dict[str, Any] = {}
         for key in ("scale", "value", "scale_range", "value_range"):
@@ -83,8 +103,13 @@ def _axis(d: Any, where: str, base_dir: str):
         for key in ("log", "independent"):
             if not isinstance(d.get(key, False), bool):
                 raise SweepError(f"{where}.{key}: expected true or false, got {d[key]!r}")
-        return cls(name, match=d.get(cls.selects, "*"), log=d.get("log", False),
-                   independent=d.get("independent", False), **kw)
+        return cls(
+            name,
+            match=d.get(cls.selects, "*"),
+            log=d.get("log", False),
+            independent=d.get("independent", False),
+            **kw,
+        )
     if kind == "failed_links":
         _known(d, {"name", "kind", "sets"}, where)
         sets = d.get("sets")
@@ -95,8 +120,9 @@ def _axis(d: Any, where: str, base_dir: str):
     spec = d.get("function")
     if not isinstance(spec, str) or ":" not in spec:
         raise SweepError(f"{where}.function: expected 'module:function' or 'file.py:function', got {spec!r}")
-    return ScenarioAxis(name, values=d.get("values") or (), build=_import(spec, base_dir, f"{where}.function"),
-                        function=spec)
+    return ScenarioAxis(
+        name, values=d.get("values") or (), build=_import(spec, base_dir, f"{where}.function"), function=spec
+    )
 
 
 def _known(d: Mapping[str, Any], known: set[str], where: str) -> None:

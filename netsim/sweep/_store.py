@@ -28,7 +28,14 @@ from ._axes import SweepError
 FORMAT = "netsim-sweep"
 VERSION = 2  # 1: status -1 for rows not run, no chunk_checksum; 2: Status.NOT_RUN, chunk_checksum
 SUFFIXES = (".h5", ".hdf5")
-COLUMNS = ("status", "events", "makespan", "flow_finish", "link_bytes", "link_utilization")  # in checksum order
+COLUMNS = (
+    "status",
+    "events",
+    "makespan",
+    "flow_finish",
+    "link_bytes",
+    "link_utilization",
+)  # in checksum order
 FILL = {"status": int(Status.NOT_RUN), "events": -1}  # integer columns; float columns fill with NaN
 
 
@@ -36,8 +43,9 @@ def check_out_path(path: str | os.PathLike) -> str:
     """The results path as a string, refused unless its suffix names a format netsim writes (HDF5)."""
     path = os.fspath(path)
     if not path.lower().endswith(SUFFIXES):
-        raise SweepError(f"out: {path!r}: sweep results are written as HDF5; give a name ending in "
-                         f"{' or '.join(SUFFIXES)}")
+        raise SweepError(
+            f"out: {path!r}: sweep results are written as HDF5; give a name ending in {' or '.join(SUFFIXES)}"
+        )
     return path
 
 
@@ -57,9 +65,12 @@ def chunk_rows(chunk: int, size: int, n: int) -> slice:
 class MemoryStore:
     """Holds a sweep's results in NumPy arrays (sweeps run without an output file)."""
 
-    def __init__(self, columns: Mapping[str, tuple[tuple[int, ...], np.dtype]], n_chunks: int,
-                 meta: Mapping[str, Any]):
-        self.columns = {k: np.full(shape, FILL.get(k, np.nan), dtype) for k, (shape, dtype) in columns.items()}
+    def __init__(
+        self, columns: Mapping[str, tuple[tuple[int, ...], np.dtype]], n_chunks: int, meta: Mapping[str, Any]
+    ):
+        self.columns = {
+            k: np.full(shape, FILL.get(k, np.nan), dtype) for k, (shape, dtype) in columns.items()
+        }
         self.done = np.zeros(n_chunks, bool)
         self.meta = dict(meta)
 
@@ -88,16 +99,25 @@ class H5Store:
             self.done = self.file["chunk_done"][...].astype(bool)
             for chunk, why in damaged_chunks(self.file, self.meta):
                 rows = chunk_rows(chunk, int(self.meta["chunk_size"]), int(self.meta["n_points"]))
-                print(f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: "
-                      "recomputing it", file=sys.stderr)
+                print(
+                    f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: "
+                    "recomputing it",
+                    file=sys.stderr,
+                )
                 self.done[chunk] = False
         except BaseException:
             self.file.close()
             raise
 
     @classmethod
-    def create(cls, path: str, columns: Mapping[str, tuple[tuple[int, ...], np.dtype]], n_chunks: int,
-               meta: Mapping[str, Any], extra: Mapping[str, Any]) -> H5Store:
+    def create(
+        cls,
+        path: str,
+        columns: Mapping[str, tuple[tuple[int, ...], np.dtype]],
+        n_chunks: int,
+        meta: Mapping[str, Any],
+        extra: Mapping[str, Any],
+    ) -> H5Store:
         """Writes a new, fully allocated results file (atomically) and opens it.
 
         Args:
@@ -110,7 +130,9 @@ class H5Store:
         tmp = _temp_name(path, os.getpid())
         try:
             with h5py.File(tmp, "w") as f:
-                f.attrs.update({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in meta.items()})
+                f.attrs.update(
+                    {k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in meta.items()}
+                )
                 for name, (shape, dtype) in columns.items():
                     _allocated(f, name, shape, dtype, FILL.get(name, np.nan))
                 _allocated(f, "chunk_done", (n_chunks,), np.uint8, 0)
@@ -139,8 +161,17 @@ class H5Store:
         self.file.close()
 
 
-def open_store(path: str | os.PathLike | None, fingerprint: str, *, columns, n_points: int, meta, extra,
-               chunk_size: int, overwrite: bool):
+def open_store(
+    path: str | os.PathLike | None,
+    fingerprint: str,
+    *,
+    columns,
+    n_points: int,
+    meta,
+    extra,
+    chunk_size: int,
+    overwrite: bool,
+):
     """Opens the results file at `path` to resume it, or creates it (or a MemoryStore without a path).
 
     A resumed file keeps the chunk size it was created with. Raises SweepError if the file holds a
@@ -155,12 +186,16 @@ def open_store(path: str | os.PathLike | None, fingerprint: str, *, columns, n_p
     if os.path.exists(path) and not overwrite:
         found = read_meta(path)
         if found.get("fingerprint") != fingerprint:
-            raise SweepError(f"{path}: holds a different sweep (fingerprint {found.get('fingerprint')!r}, "
-                             f"this sweep's is {fingerprint!r}); choose another --out or pass overwrite")
+            raise SweepError(
+                f"{path}: holds a different sweep (fingerprint {found.get('fingerprint')!r}, "
+                f"this sweep's is {fingerprint!r}); choose another --out or pass overwrite"
+            )
         if found.get("version") != VERSION:
-            raise SweepError(f"{path}: written by another netsim (sweep file version {found.get('version')}, "
-                             f"this one writes {VERSION}); netsim.sweep.load() reads it, but to resume the "
-                             "sweep rerun it with --overwrite (overwrite=True) or another --out")
+            raise SweepError(
+                f"{path}: written by another netsim (sweep file version {found.get('version')}, "
+                f"this one writes {VERSION}); netsim.sweep.load() reads it, but to resume the "
+                "sweep rerun it with --overwrite (overwrite=True) or another --out"
+            )
         size = found.get("chunk_size")
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise SweepError(f"{path}: damaged (chunk_size attribute {size!r}); rerun with --overwrite")
@@ -175,12 +210,16 @@ def open_h5(path: str, mode: str):
     try:
         return h5py.File(path, mode)
     except BlockingIOError:
-        raise SweepError(f"{path}: in use by another sweep (another process holds its HDF5 file lock); "
-                         "wait for it to finish or choose another --out") from None
+        raise SweepError(
+            f"{path}: in use by another sweep (another process holds its HDF5 file lock); "
+            "wait for it to finish or choose another --out"
+        ) from None
     except OSError as e:
         if "unable to lock file" in str(e):
-            raise SweepError(f"{path}: in use by another sweep (another process holds its HDF5 file lock); "
-                             "wait for it to finish or choose another --out") from None
+            raise SweepError(
+                f"{path}: in use by another sweep (another process holds its HDF5 file lock); "
+                "wait for it to finish or choose another --out"
+            ) from None
         raise SweepError(f"{path}: not a readable HDF5 file ({e})") from None
 
 

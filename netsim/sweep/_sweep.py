@@ -100,9 +100,12 @@ class Sweep:
                 raise SweepError(f"axes[{i}].name: duplicate axis name {a.name!r}")
         sampled = [a.name for a in self.axes if isinstance(a, ArrayAxis) and a.sampled]
         if self.samples is None and sampled:
-            raise SweepError(f"axes {sampled}: a range is sampled, so set samples (a grid needs listed values)")
-        if self.samples is not None and (isinstance(self.samples, bool) or not isinstance(self.samples, int)
-                                         or self.samples < 1):
+            raise SweepError(
+                f"axes {sampled}: a range is sampled, so set samples (a grid needs listed values)"
+            )
+        if self.samples is not None and (
+            isinstance(self.samples, bool) or not isinstance(self.samples, int) or self.samples < 1
+        ):
             raise SweepError(f"samples: expected a positive integer or None, got {self.samples!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise SweepError(f"seed: expected an integer >= 0, got {self.seed!r}")
@@ -116,9 +119,14 @@ class Sweep:
 
     # --- identity ---------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        return {"scenario": self.scenario.to_dict(), "axes": [a.describe() for a in self.axes],
-                "samples": self.samples, "seed": self.seed,
-                "outputs": None if self.outputs is None else list(self.outputs), "name": self.name}
+        return {
+            "scenario": self.scenario.to_dict(),
+            "axes": [a.describe() for a in self.axes],
+            "samples": self.samples,
+            "seed": self.seed,
+            "outputs": None if self.outputs is None else list(self.outputs),
+            "name": self.name,
+        }
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the points and their results: a resume must match it."""
@@ -174,20 +182,26 @@ class Sweep:
             for k, h in enumerate(hosts):
                 if h is None:
                     continue
-                hid = [link.id for link in h.scenario.links] if a.selects == "links" else [
-                    f.id for f in h.scenario.flows]
+                hid = (
+                    [link.id for link in h.scenario.links]
+                    if a.selects == "links"
+                    else [f.id for f in h.scenario.flows]
+                )
                 if a.name in ids:
                     where = {x: i for i, x in enumerate(hid)}
                     missing = [x for x in ids[a.name] if x not in where]
                     if missing:
-                        raise SweepError(f"axis {a.name!r}: independent draws for {missing[:3]} but a scenario "
-                                         f"axis removed them")
+                        raise SweepError(
+                            f"axis {a.name!r}: independent draws for {missing[:3]} but a scenario "
+                            f"axis removed them"
+                        )
                     cols[a.name, k] = np.array([where[x] for x in ids[a.name]], np.int64)
                 else:
                     cols[a.name, k] = match_ids(hid, a.match, f"axis {a.name!r}.{a.selects}")
         array_axes = {a.name: a for a in self.axes if isinstance(a, ArrayAxis)}
-        return Plan(n, index, value, host_key, hosts, errors, self._outputs(hosts), grid_shape, cols, ids,
-                    array_axes)
+        return Plan(
+            n, index, value, host_key, hosts, errors, self._outputs(hosts), grid_shape, cols, ids, array_axes
+        )
 
     def _points(self, scen_axes: list[Axis], ids: dict[str, tuple[str, ...]]):
         """(n, discrete value positions, sampled values, grid shape or None) of every point.
@@ -219,14 +233,23 @@ class Sweep:
             return tuple(o for o in OUTPUTS if ok[o])
         bad = [o for o in self.outputs if not ok[o]]
         if bad:
-            raise SweepError(f"outputs {bad}: the scenario axes change the flows or links (or there are no "
-                             "flows), so per-point arrays have no common layout; keep makespan only")
+            raise SweepError(
+                f"outputs {bad}: the scenario axes change the flows or links (or there are no "
+                "flows), so per-point arrays have no common layout; keep makespan only"
+            )
         return tuple(self.outputs)
 
     # --- running ----------------------------------------------------------------------------------
-    def run(self, out: str | os.PathLike | None = None, *, chunk_size: int | None = None,
-            progress: bool = True, overwrite: bool = False, devices: Sequence[jax.Device] | None = None,
-            on_chunk: Callable[[int], None] | None = None) -> SweepResult | None:
+    def run(
+        self,
+        out: str | os.PathLike | None = None,
+        *,
+        chunk_size: int | None = None,
+        progress: bool = True,
+        overwrite: bool = False,
+        devices: Sequence[jax.Device] | None = None,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> SweepResult | None:
         """Runs every point not yet done, writing each finished chunk to `out` (HDF5) at once.
 
         A results file that exists and holds this same sweep is resumed: chunks marked done whose
@@ -249,9 +272,12 @@ class Sweep:
         """
         if out is not None:
             out = check_out_path(out)
-        if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer)
-                                       or chunk_size < 1):
-            raise SweepError(f"chunk_size: expected a positive integer (points per batch), got {chunk_size!r}")
+        if chunk_size is not None and (
+            isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1
+        ):
+            raise SweepError(
+                f"chunk_size: expected a positive integer (points per batch), got {chunk_size!r}"
+            )
         devices = list(jax.devices() if devices is None else devices)
         if not devices:
             raise SweepError("devices: expected at least one device, got none")
@@ -267,9 +293,16 @@ class Sweep:
             if lead:
                 try:
                     columns, extra = _layout(self, plan)
-                    store = open_store(out, self.fingerprint(), columns=columns, extra=extra, overwrite=overwrite,
-                                       n_points=plan.n_points, chunk_size=int(chunk_size or runner.auto_chunk_size()),
-                                       meta=_meta(self, plan))
+                    store = open_store(
+                        out,
+                        self.fingerprint(),
+                        columns=columns,
+                        extra=extra,
+                        overwrite=overwrite,
+                        n_points=plan.n_points,
+                        chunk_size=int(chunk_size or runner.auto_chunk_size()),
+                        meta=_meta(self, plan),
+                    )
                     size = int(store.meta["chunk_size"])
                 except Exception as e:  # the other processes wait on the broadcast below: tell them
                     failed, size = e, -1
@@ -286,8 +319,11 @@ class Sweep:
             if multi:
                 done = np.asarray(multihost_utils.broadcast_one_to_all(done.astype(np.int32))).astype(bool)
             chunks = [chunk_rows(int(c), size, plan.n_points) for c in range(n_chunks)]
-            bar = Progress(plan.n_points, sum(r.stop - r.start for r, d in zip(chunks, done, strict=True) if d),
-                           enabled=progress and lead)
+            bar = Progress(
+                plan.n_points,
+                sum(r.stop - r.start for r, d in zip(chunks, done, strict=True) if d),
+                enabled=progress and lead,
+            )
             try:
                 for c in np.flatnonzero(~done):
                     rows = chunks[c]
@@ -356,15 +392,20 @@ class _Runner:
             first = get(built[0])
             return any(not np.array_equal(get(h), first) for h in built[1:])
 
-        self.batched = {"capacity": "capacity" in targets or varies(lambda h: h.network.capacity),
-                        "latency": "latency" in targets or varies(lambda h: h.network.latency),
-                        "size": "size" in targets or varies(lambda h: h.program.size)}
+        self.batched = {
+            "capacity": "capacity" in targets or varies(lambda h: h.network.capacity),
+            "latency": "latency" in targets or varies(lambda h: h.network.latency),
+            "size": "size" in targets or varies(lambda h: h.program.size),
+        }
         for f in ("route", "release", "overhead", "after"):
             self.batched[f] = varies(lambda h, f=f: getattr(h.program, f))
         if not any(self.batched.values()):  # every point is the same scenario: still one row per point
             self.batched["capacity"] = True
-        self.keep = ("makespan", *(["finish"] if "flow_finish" in plan.outputs else []),
-                     *(["resource_bytes"] if any(o.startswith("link") for o in plan.outputs) else []))
+        self.keep = (
+            "makespan",
+            *(["finish"] if "flow_finish" in plan.outputs else []),
+            *(["resource_bytes"] if any(o.startswith("link") for o in plan.outputs) else []),
+        )
         self.max_events = t.max_events  # of the common padded shape: one compile for the whole sweep
 
     def auto_chunk_size(self) -> int:
@@ -395,8 +436,10 @@ class _Runner:
             return np.stack([get(h) for h in hosts]) if self.batched[name] else get(t)
 
         leaves = {f: leaf(f, lambda h, f=f: getattr(h.network, f)) for f in ("capacity", "latency")}
-        leaves |= {f: leaf(f, lambda h, f=f: getattr(h.program, f))
-                   for f in ("route", "size", "release", "overhead", "after")}
+        leaves |= {
+            f: leaf(f, lambda h, f=f: getattr(h.program, f))
+            for f in ("route", "size", "release", "overhead", "after")
+        }
         for name, a in plan.array_axes.items():
             per_point = plan.value[name][rows] if a.sampled else np.asarray(a.values)[plan.index[name][rows]]
             target = leaves[a.target]  # batched: an axis targets it
@@ -412,13 +455,23 @@ class _Runner:
     def __call__(self, rows: slice, width: int) -> dict[str, np.ndarray]:
         """The result columns of these points; `width` (the chunk size) pads every chunk to one shape."""
         network, program, built = self.inputs(rows)
-        run = run_batch(network, program, max_events=self.max_events, keep=self.keep, throw=False,
-                        devices=self.devices, width=width)
+        run = run_batch(
+            network,
+            program,
+            max_events=self.max_events,
+            keep=self.keep,
+            throw=False,
+            devices=self.devices,
+            width=width,
+        )
         t = self.plan.template
         status = np.where(built, run.status, int(Status.NOT_BUILT)).astype(np.int32)
         bad = status != int(Status.OK)
-        values = {"status": status, "events": run.events.astype(np.int64),
-                  "makespan": np.where(bad, np.nan, run["makespan"])}
+        values = {
+            "status": status,
+            "events": run.events.astype(np.int64),
+            "makespan": np.where(bad, np.nan, run["makespan"]),
+        }
         if "flow_finish" in self.plan.outputs:
             values["flow_finish"] = np.where(bad[:, None], np.nan, run["finish"][:, t.flow_slice])
         if "resource_bytes" in self.keep:
@@ -458,11 +511,18 @@ def _meta(sweep: Sweep, plan: Plan) -> dict[str, Any]:
             if d["sizes"] is not None:
                 d["labels"] = [format_bytes(b) for b in d["sizes"]]
         axes.append(d)
-    return {"format": FORMAT, "version": VERSION, "fingerprint": sweep.fingerprint(),
-            "max_events": plan.template.max_events,
-            "spec": json.dumps(sweep.describe()), "name": sweep.name or sweep.scenario.name,
-            "n_points": plan.n_points, "axes": json.dumps(axes), "grid_shape": json.dumps(plan.grid_shape),
-            "outputs": json.dumps(list(plan.outputs))}
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "fingerprint": sweep.fingerprint(),
+        "max_events": plan.template.max_events,
+        "spec": json.dumps(sweep.describe()),
+        "name": sweep.name or sweep.scenario.name,
+        "n_points": plan.n_points,
+        "axes": json.dumps(axes),
+        "grid_shape": json.dumps(plan.grid_shape),
+        "outputs": json.dumps(list(plan.outputs)),
+    }
 
 
 def _message_sizes(axis: MessageSize, base: Scenario) -> list[float] | None:
@@ -471,7 +531,9 @@ def _message_sizes(axis: MessageSize, base: Scenario) -> list[float] | None:
     if not axis.is_scale:
         return list(axis.values)
     flows = base.flows
-    sizes = {flows[i].bytes for i in match_ids([f.id for f in flows], axis.match, f"axis {axis.name!r}.flows")}
+    sizes = {
+        flows[i].bytes for i in match_ids([f.id for f in flows], axis.match, f"axis {axis.name!r}.flows")
+    }
     if len(sizes) != 1:
         return None
     (b,) = sizes
@@ -481,8 +543,11 @@ def _message_sizes(axis: MessageSize, base: Scenario) -> list[float] | None:
 def _layout(sweep: Sweep, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
     """The result columns (name -> (shape, dtype)) and the datasets written once at creation."""
     n, t = plan.n_points, plan.template
-    columns: dict[str, Any] = {"status": ((n,), np.int32), "events": ((n,), np.int64),
-                               "makespan": ((n,), np.float64)}
+    columns: dict[str, Any] = {
+        "status": ((n,), np.int32),
+        "events": ((n,), np.int64),
+        "makespan": ((n,), np.float64),
+    }
     if "flow_finish" in plan.outputs:
         columns["flow_finish"] = ((n, t.n_flows), np.float64)
     for name in ("link_bytes", "link_utilization"):
@@ -498,8 +563,11 @@ def _layout(sweep: Sweep, plan: Plan) -> tuple[dict[str, Any], dict[str, Any]]:
         if a.name in plan.ids:
             d["ids"] = np.array(plan.ids[a.name], dtype=str)
         axes[a.name] = d
-    extra = {"axes": axes, "host_key": plan.host_key,
-             "flow_ids": np.array([f.id for f in t.scenario.flows], dtype=str),
-             "link_ids": np.array([link.id for link in t.scenario.links], dtype=str),
-             "scenario_errors": np.array(plan.errors, dtype=str)}
+    extra = {
+        "axes": axes,
+        "host_key": plan.host_key,
+        "flow_ids": np.array([f.id for f in t.scenario.flows], dtype=str),
+        "link_ids": np.array([link.id for link in t.scenario.links], dtype=str),
+        "scenario_errors": np.array(plan.errors, dtype=str),
+    }
     return columns, extra

@@ -11,8 +11,13 @@ from ._topology import Topology
 _SOURCE, _SINK = "\0source", "\0sink"
 
 
-def min_cut(topo: Topology, sources: Collection[str], sinks: Collection[str], *,
-            through: Collection[str] | None = None) -> tuple[float, tuple[str, ...]]:
+def min_cut(
+    topo: Topology,
+    sources: Collection[str],
+    sinks: Collection[str],
+    *,
+    through: Collection[str] | None = None,
+) -> tuple[float, tuple[str, ...]]:
     """Maximum rate (B/s) from `sources` to `sinks` over the link capacities, and a minimum cut.
 
     Routing-agnostic (Edmonds-Karp on the directed links): the answer bounds what any routing can carry.
@@ -74,8 +79,9 @@ def min_cut(topo: Topology, sources: Collection[str], sinks: Collection[str], *,
     return total, cut
 
 
-def bisection_bandwidth(topo: Topology, half: Sequence[str] | None = None, *,
-                        through: Collection[str] | None = None) -> float:
+def bisection_bandwidth(
+    topo: Topology, half: Sequence[str] | None = None, *, through: Collection[str] | None = None
+) -> float:
     """Max-flow (B/s) from `half` of the workers to the other half.
 
     Args:

@@ -20,18 +20,34 @@ def _uplink(host_bw: float, hosts: int, uplinks: int, oversubscription, uplink_b
     """Per-uplink bandwidth: given, or chosen so that (hosts * host_bw) / (uplinks * uplink) = oversubscription."""
     if uplink_bandwidth is not None:
         if oversubscription is not None:
-            raise ScenarioError("give oversubscription or uplink_bandwidth, not both "
-                                f"(got {oversubscription!r} and {uplink_bandwidth!r})")
+            raise ScenarioError(
+                "give oversubscription or uplink_bandwidth, not both "
+                f"(got {oversubscription!r} and {uplink_bandwidth!r})"
+            )
         return bandwidth(uplink_bandwidth, "uplink_bandwidth")
     ratio = 1.0 if oversubscription is None else oversubscription
-    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 0 or ratio == float("inf"):
+    if (
+        isinstance(ratio, bool)
+        or not isinstance(ratio, int | float)
+        or not ratio > 0
+        or ratio == float("inf")
+    ):
         raise ScenarioError(f"oversubscription: must be a finite number > 0, got {oversubscription!r}")
     return hosts * host_bw / (uplinks * ratio)
 
 
-def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, *, host_bandwidth="50 GB/s",
-               oversubscription: float | None = None, uplink_bandwidth=None, host_latency=0.0,
-               uplink_latency=0.0, name: str | None = None) -> Topology:
+def leaf_spine(
+    leaves: int,
+    spines: int,
+    hosts_per_leaf: int,
+    *,
+    host_bandwidth="50 GB/s",
+    oversubscription: float | None = None,
+    uplink_bandwidth=None,
+    host_latency=0.0,
+    uplink_latency=0.0,
+    name: str | None = None,
+) -> Topology:
     """Two-tier Clos: every leaf links to every spine; hosts "h{i}" sit on leaf i // hosts_per_leaf.
 
     Args:
@@ -44,10 +60,14 @@ def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, *, host_bandwidth=
     leaves, spines = count(leaves, "leaves"), count(spines, "spines")
     per_leaf = count(hosts_per_leaf, "hosts_per_leaf")
     if leaves * per_leaf < 2:
-        raise ScenarioError(f"leaf_spine: needs at least 2 hosts, got leaves={leaves}, hosts_per_leaf={per_leaf}")
+        raise ScenarioError(
+            f"leaf_spine: needs at least 2 hosts, got leaves={leaves}, hosts_per_leaf={per_leaf}"
+        )
     host = (bandwidth(host_bandwidth, "host_bandwidth"), latency(host_latency, "host_latency"))
-    up = (_uplink(host[0], per_leaf, spines, oversubscription, uplink_bandwidth),
-          latency(uplink_latency, "uplink_latency"))
+    up = (
+        _uplink(host[0], per_leaf, spines, oversubscription, uplink_bandwidth),
+        latency(uplink_latency, "uplink_latency"),
+    )
     kind = {f"h{i}": "host" for i in range(leaves * per_leaf)}
     kind |= {f"leaf{j}": "leaf" for j in range(leaves)} | {f"spine{k}": "spine" for k in range(spines)}
     links: list[Link] = []
@@ -91,9 +111,19 @@ def fat_tree(k: int, *, link_bandwidth="50 GB/s", link_latency=0.0, name: str | 
     return Topology(name or f"fattree{k}", tuple(links), kind, Ecmp(_SWITCHES))
 
 
-def rail_optimized(servers: int, rails: int, *, spines: int = 1, servers_per_leaf: int | None = None,
-                   nic_bandwidth="50 GB/s", oversubscription: float | None = None, uplink_bandwidth=None,
-                   nic_latency=0.0, uplink_latency=0.0, name: str | None = None) -> Topology:
+def rail_optimized(
+    servers: int,
+    rails: int,
+    *,
+    spines: int = 1,
+    servers_per_leaf: int | None = None,
+    nic_bandwidth="50 GB/s",
+    oversubscription: float | None = None,
+    uplink_bandwidth=None,
+    nic_latency=0.0,
+    uplink_latency=0.0,
+    name: str | None = None,
+) -> Topology:
     """Rail-optimized fabric: NIC r of every server ("n{s}/nic{r}") plugs into rail r's leaf.
 
     Same-rail traffic crosses one leaf; cross-rail traffic goes leaf -> spine -> leaf. With
@@ -112,8 +142,10 @@ def rail_optimized(servers: int, rails: int, *, spines: int = 1, servers_per_lea
         raise ScenarioError(f"rail_optimized: needs at least 2 NICs, got servers={servers}, rails={rails}")
     nic = (bandwidth(nic_bandwidth, "nic_bandwidth"), latency(nic_latency, "nic_latency"))
     per_leaf = min(per_leaf, servers)
-    up = (_uplink(nic[0], per_leaf, spines, oversubscription, uplink_bandwidth),
-          latency(uplink_latency, "uplink_latency"))
+    up = (
+        _uplink(nic[0], per_leaf, spines, oversubscription, uplink_bandwidth),
+        latency(uplink_latency, "uplink_latency"),
+    )
     groups = -(-servers // per_leaf)
     leaf = (lambda r, j: f"rail{r}") if groups == 1 else (lambda r, j: f"rail{r}/leaf{j}")
     kind: dict[str, str] = {}

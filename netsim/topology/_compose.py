@@ -42,14 +42,19 @@ class Part:
         return node in self._node_back
 
     def global_links(self) -> list[Link]:
-        return [Link(self.link[x.id], self.node[x.src], self.node[x.dst], x.bandwidth, x.latency)
-                for x in self.topo.links]
+        return [
+            Link(self.link[x.id], self.node[x.src], self.node[x.dst], x.bandwidth, x.latency)
+            for x in self.topo.links
+        ]
 
     def route(self, a: str, b: str) -> Path:
         return tuple(self.link[x] for x in self.topo.route(self._node_back[a], self._node_back[b]))
 
     def paths(self, a: str, b: str) -> list[tuple[float, Path]]:
-        return [(w, tuple(self.link[x] for x in p)) for w, p in self.topo.paths(self._node_back[a], self._node_back[b])]
+        return [
+            (w, tuple(self.link[x] for x in p))
+            for w, p in self.topo.paths(self._node_back[a], self._node_back[b])
+        ]
 
     def without(self, link_ids: frozenset[str]) -> Part:
         mine = [self._link_back[g] for g in link_ids if g in self._link_back]
@@ -140,14 +145,16 @@ class Nested:
         return Nested(self.upper.without(link_ids), tuple(p.without(link_ids) for p in self.lowers))
 
 
-def _assemble(name: str, upper: Part, lowers: Sequence[Part], kind: dict[str, str],
-              workers: Sequence[str]) -> Topology:
+def _assemble(
+    name: str, upper: Part, lowers: Sequence[Part], kind: dict[str, str], workers: Sequence[str]
+) -> Topology:
     links = upper.global_links() + [x for p in lowers for x in p.global_links()]
     return Topology(name, tuple(links), kind, Nested(upper, tuple(lowers)), tuple(workers))
 
 
-def with_packages(server: Topology, package: Topology | Mapping[str, Topology], *,
-                  name: str | None = None) -> Topology:
+def with_packages(
+    server: Topology, package: Topology | Mapping[str, Topology], *, name: str | None = None
+) -> Topology:
     """`server` with each GPU replaced by a chiplet package.
 
     Args:
@@ -165,16 +172,23 @@ def with_packages(server: Topology, package: Topology | Mapping[str, Topology], 
         raise ScenarioError(f"with_packages: no GPU of {server.name!r} gets a package")
     for gpu, pkg in chosen.items():
         if gpu not in gpus:
-            raise ScenarioError(f"with_packages: {gpu!r} is not a GPU of {server.name!r} (GPUs: {list(gpus)[:8]})")
+            raise ScenarioError(
+                f"with_packages: {gpu!r} is not a GPU of {server.name!r} (GPUs: {list(gpus)[:8]})"
+            )
         if not isinstance(pkg, Topology) or PORT not in pkg.kind:
-            raise ScenarioError(f"with_packages: the package for {gpu!r} has no {PORT!r} port node "
-                                "(give the builder host_bandwidth=...)")
+            raise ScenarioError(
+                f"with_packages: the package for {gpu!r} has no {PORT!r} port node "
+                "(give the builder host_bandwidth=...)"
+            )
     upper = Part.of(server, lambda n: n)
     lowers = [Part.of(pkg, lambda n, g=gpu: g if n == PORT else f"{g}/{n}") for gpu, pkg in chosen.items()]
     kind = {p.node[n]: k for p in lowers for n, k in p.topo.kind.items()} | dict(server.kind)
-    workers = [w for g in server.gpus() for w in
-               ([f"{g}/{x}" for x in chosen[g].gpus()] if g in chosen else [g])]
-    return _assemble(name or f"{server.name}+{next(iter(chosen.values())).name}", upper, lowers, kind, workers)
+    workers = [
+        w for g in server.gpus() for w in ([f"{g}/{x}" for x in chosen[g].gpus()] if g in chosen else [g])
+    ]
+    return _assemble(
+        name or f"{server.name}+{next(iter(chosen.values())).name}", upper, lowers, kind, workers
+    )
 
 
 def cluster(fabric: Topology, server: Topology | Sequence[Topology], *, name: str | None = None) -> Topology:
@@ -193,15 +207,18 @@ def cluster(fabric: Topology, server: Topology | Sequence[Topology], *, name: st
     if isinstance(server, Topology):
         nics = len(server.nodes_of("nic"))
         if nics == 0 or len(ends) % nics:
-            raise ScenarioError(f"cluster: fabric {fabric.name!r} has {len(ends)} endpoints, not a multiple of "
-                                f"the {nics} NIC(s) of server {server.name!r}")
+            raise ScenarioError(
+                f"cluster: fabric {fabric.name!r} has {len(ends)} endpoints, not a multiple of "
+                f"the {nics} NIC(s) of server {server.name!r}"
+            )
         servers = [server] * (len(ends) // nics)
     else:
         servers = list(server)
         total = sum(len(s.nodes_of("nic")) for s in servers)
         if total != len(ends):
-            raise ScenarioError(f"cluster: the servers have {total} NICs but fabric {fabric.name!r} has "
-                                f"{len(ends)} endpoints")
+            raise ScenarioError(
+                f"cluster: the servers have {total} NICs but fabric {fabric.name!r} has {len(ends)} endpoints"
+            )
     lowers, where = [], {}
     for s, srv in enumerate(servers):
         part = Part.of(srv, lambda n, s=s: f"n{s}/{n}")
@@ -212,6 +229,8 @@ def cluster(fabric: Topology, server: Topology | Sequence[Topology], *, name: st
     if clash:
         raise ScenarioError(f"cluster: fabric node(s) {sorted(clash)[:3]} collide with server node names")
     upper = Part.of(fabric, lambda n: where.get(n, n))
-    kind = {upper.node[n]: k for n, k in fabric.kind.items()} | {p.node[n]: k for p in lowers for n, k in p.topo.kind.items()}
+    kind = {upper.node[n]: k for n, k in fabric.kind.items()} | {
+        p.node[n]: k for p in lowers for n, k in p.topo.kind.items()
+    }
     workers = [p.node[w] for p in lowers for w in p.topo.gpus()]
     return _assemble(name or f"{fabric.name}/{len(servers)}x{servers[0].name}", upper, lowers, kind, workers)

@@ -21,9 +21,15 @@ from ._topology import Topology, cable
 PORT = "host"  # the package's host interface; composition renames it to the server's GPU node
 
 
-def _package(name: str, grid: Sequence[Sequence[str]], grid_kind: str, torus: bool, d2d: tuple[float, float],
-             attached: Sequence[tuple[str, str, tuple[str, ...], float, float]],
-             workers: Sequence[str]) -> Topology:
+def _package(
+    name: str,
+    grid: Sequence[Sequence[str]],
+    grid_kind: str,
+    torus: bool,
+    d2d: tuple[float, float],
+    attached: Sequence[tuple[str, str, tuple[str, ...], float, float]],
+    workers: Sequence[str],
+) -> Topology:
     """A mesh package: `grid` router nodes joined by d2d (bandwidth, latency) cables, plus `attached`
     rows (node, kind, parents, bandwidth, latency), one cable from the node to each parent."""
     rows, cols = len(grid), len(grid[0])
@@ -52,11 +58,23 @@ def _package(name: str, grid: Sequence[Sequence[str]], grid_kind: str, torus: bo
     return Topology(name, tuple(links), kind, router, tuple(workers))
 
 
-def chiplet_mesh(rows: int, cols: int, *, torus: bool = False,
-                 d2d_bandwidth="50 GB/s", d2d_latency=0.0,
-                 hbm: str = "per_chiplet", hbm_bandwidth="400 GB/s", hbm_latency=0.0,
-                 io_dies: int = 0, io_bandwidth="100 GB/s", io_latency=0.0,
-                 host_bandwidth=None, host_latency=0.0, name: str | None = None) -> Topology:
+def chiplet_mesh(
+    rows: int,
+    cols: int,
+    *,
+    torus: bool = False,
+    d2d_bandwidth="50 GB/s",
+    d2d_latency=0.0,
+    hbm: str = "per_chiplet",
+    hbm_bandwidth="400 GB/s",
+    hbm_latency=0.0,
+    io_dies: int = 0,
+    io_bandwidth="100 GB/s",
+    io_latency=0.0,
+    host_bandwidth=None,
+    host_latency=0.0,
+    name: str | None = None,
+) -> Topology:
     """A rows x cols mesh (or torus) of compute chiplets "xcd{r*cols+c}" with XY routing.
 
     Args:
@@ -90,13 +108,17 @@ def chiplet_mesh(rows: int, cols: int, *, torus: bool = False,
     attached = []
     if hbm != "none":
         mem = (bandwidth(hbm_bandwidth, "hbm_bandwidth"), latency(hbm_latency, "hbm_latency"))
-        sites = ([n for row in grid for n in row] if hbm == "per_chiplet"
-                 else [grid[r][c] for r in range(rows) for c in (0, cols - 1)])
+        sites = (
+            [n for row in grid for n in row]
+            if hbm == "per_chiplet"
+            else [grid[r][c] for r in range(rows) for c in (0, cols - 1)]
+        )
         attached += [(f"hbm{i}", "hbm", (site,), *mem) for i, site in enumerate(sites)]
     if io_dies:
         io = (bandwidth(io_bandwidth, "io_bandwidth"), latency(io_latency, "io_latency"))
-        attached += [(f"iod{k}", "iod", (grid[0][(2 * k + 1) * cols // (2 * io_dies)],), *io)
-                     for k in range(io_dies)]
+        attached += [
+            (f"iod{k}", "iod", (grid[0][(2 * k + 1) * cols // (2 * io_dies)],), *io) for k in range(io_dies)
+        ]
     if host_bandwidth is not None:
         host = (bandwidth(host_bandwidth, "host_bandwidth"), latency(host_latency, "host_latency"))
         ups = tuple(f"iod{k}" for k in range(io_dies)) or ("xcd0",)
@@ -111,8 +133,15 @@ def chiplet_torus(rows: int, cols: int, **kwargs) -> Topology:
     return chiplet_mesh(rows, cols, torus=True, **kwargs)
 
 
-def mi300x(*, xcd_bandwidth="2 TB/s", iod_bandwidth="1.2 TB/s", hbm_bandwidth="662.5 GB/s",
-           host_bandwidth="64 GB/s", latency_d2d=0.0, name: str = "mi300x") -> Topology:
+def mi300x(
+    *,
+    xcd_bandwidth="2 TB/s",
+    iod_bandwidth="1.2 TB/s",
+    hbm_bandwidth="662.5 GB/s",
+    host_bandwidth="64 GB/s",
+    latency_d2d=0.0,
+    name: str = "mi300x",
+) -> Topology:
     """An MI300X-like package: 4 IO dies in a 2 x 2 mesh (XY routing), 2 XCDs and 2 HBM3 stacks per IO die.
 
     iod{k} sits at row k // 2, column k % 2; xcd{2k}, xcd{2k+1}, hbm{2k}, hbm{2k+1} hang off iod{k};
@@ -133,15 +162,23 @@ def mi300x(*, xcd_bandwidth="2 TB/s", iod_bandwidth="1.2 TB/s", hbm_bandwidth="6
     xcd = bandwidth(xcd_bandwidth, "xcd_bandwidth")
     grid = [["iod0", "iod1"], ["iod2", "iod3"]]
     attached = [(f"xcd{i}", "xcd", (f"iod{i // 2}",), xcd, lat) for i in range(8)]
-    attached += [(f"hbm{i}", "hbm", (f"iod{i // 2}",), bandwidth(hbm_bandwidth, "hbm_bandwidth"), lat)
-                 for i in range(8)]
+    attached += [
+        (f"hbm{i}", "hbm", (f"iod{i // 2}",), bandwidth(hbm_bandwidth, "hbm_bandwidth"), lat)
+        for i in range(8)
+    ]
     attached.append((PORT, "port", ("iod0",), bandwidth(host_bandwidth, "host_bandwidth"), lat))
     d2d = (bandwidth(iod_bandwidth, "iod_bandwidth"), lat)
     return _package(name, grid, "iod", False, d2d, attached, [f"xcd{i}" for i in range(8)])
 
 
-def mi250x(*, gcd_bandwidth="200 GB/s", hbm_bandwidth="409.6 GB/s", host_bandwidth="36 GB/s",
-           latency_d2d=0.0, name: str = "mi250x") -> Topology:
+def mi250x(
+    *,
+    gcd_bandwidth="200 GB/s",
+    hbm_bandwidth="409.6 GB/s",
+    host_bandwidth="36 GB/s",
+    latency_d2d=0.0,
+    name: str = "mi250x",
+) -> Topology:
     """An MI250X-like package: two GCDs joined by 4 Infinity Fabric links, 4 HBM2e stacks per GCD.
 
     gcd0 holds hbm0-3, gcd1 hbm4-7; each GCD has its own host link to the "host" port (as on Frontier).
@@ -160,8 +197,14 @@ def mi250x(*, gcd_bandwidth="200 GB/s", hbm_bandwidth="409.6 GB/s", host_bandwid
     return _package(name, [["gcd0", "gcd1"]], "gcd", False, d2d, attached, ["gcd0", "gcd1"])
 
 
-def mi250x_node(packages: int = 4, *, near_bandwidth="100 GB/s", far_bandwidth="50 GB/s",
-                name: str | None = None, **package_kwargs) -> Topology:
+def mi250x_node(
+    packages: int = 4,
+    *,
+    near_bandwidth="100 GB/s",
+    far_bandwidth="50 GB/s",
+    name: str | None = None,
+    **package_kwargs,
+) -> Topology:
     """Several MI250X-like packages joined die to die, shaped like a Frontier node (not its exact wiring).
 
     Package i's dies are "p{i}/gcd0", "p{i}/gcd1" (its HBM "p{i}/hbm{j}", port "p{i}/host"). Packages form a
@@ -178,7 +221,9 @@ def mi250x_node(packages: int = 4, *, near_bandwidth="100 GB/s", far_bandwidth="
     for i in range(packages):
         p = lambda n, i=i: f"p{i}/{n}"
         kind.update({p(n): k for n, k in one.kind.items()})
-        links += [Link(f"{p(x.src)}->{p(x.dst)}", p(x.src), p(x.dst), x.bandwidth, x.latency) for x in one.links]
+        links += [
+            Link(f"{p(x.src)}->{p(x.dst)}", p(x.src), p(x.dst), x.bandwidth, x.latency) for x in one.links
+        ]
     ring = range(packages if packages > 2 else 1)  # two packages: one ring cable, not two in parallel
     for i in ring:
         links += cable(f"p{i}/gcd1", f"p{(i + 1) % packages}/gcd0", near)

@@ -69,7 +69,7 @@ def _split_tail(words: list[str]) -> tuple[list[str], list[str]]:
     tails: list[str] = []
     while True:
         for tail in _TAILS:
-            if tuple(words[-len(tail):]) == tail:
+            if tuple(words[-len(tail) :]) == tail:
                 tails.insert(0, " ".join(tail))
                 words = words[: -len(tail)]
                 break
@@ -86,11 +86,15 @@ def parse_nvidia_smi_topo(text: str) -> TopoMatrix:
             or a matrix that is not symmetric.
     """
     if not isinstance(text, str):
-        raise ScenarioError(f"parse_nvidia_smi_topo: expected the text of the output, got {type(text).__name__}")
+        raise ScenarioError(
+            f"parse_nvidia_smi_topo: expected the text of the output, got {type(text).__name__}"
+        )
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if _is_header(_words(line))), None)
     if start is None:
-        raise ScenarioError("nvidia-smi topo: no matrix header (a line of device names starting with GPU0) found")
+        raise ScenarioError(
+            "nvidia-smi topo: no matrix header (a line of device names starting with GPU0) found"
+        )
     header = _words(lines[start])
     devices, tails = _split_tail(header)
     elided = "..." in header or "…" in header
@@ -111,7 +115,9 @@ def parse_nvidia_smi_topo(text: str) -> TopoMatrix:
         if label not in devices:
             if elided:
                 continue  # a row for a device whose column the source left out
-            raise ScenarioError(f"{where}: row for {label!r}, which is not a column of the header: {lines[i]!r}")
+            raise ScenarioError(
+                f"{where}: row for {label!r}, which is not a column of the header: {lines[i]!r}"
+            )
         if label in rows:
             raise ScenarioError(f"{where}: second row for {label!r}: {lines[i]!r}")
         cells = rest[:n]
@@ -124,8 +130,10 @@ def parse_nvidia_smi_topo(text: str) -> TopoMatrix:
             raise ScenarioError(f"{where}: {label} to itself is {cells[devices.index(label)]!r}, expected X")
         extra = rest[n:]
         if len(extra) > len(tails):
-            raise ScenarioError(f"{where}: {len(extra)} values after the matrix but {len(tails)} affinity "
-                                f"columns in the header: {lines[i]!r}")
+            raise ScenarioError(
+                f"{where}: {len(extra)} values after the matrix but {len(tails)} affinity "
+                f"columns in the header: {lines[i]!r}"
+            )
         values = dict(zip(tails, extra, strict=False))
         cpu[label] = _affinity(values.get("CPU Affinity"), where, lines[i])
         numa[label] = _number(values.get("NUMA Affinity"), "NUMA Affinity", where, lines[i])
@@ -140,8 +148,10 @@ def parse_nvidia_smi_topo(text: str) -> TopoMatrix:
             x, y = matrix[a][b], matrix[b][a]
             if x is not None and y is not None and x != y:
                 line = row_line[devices[a]]
-                raise ScenarioError(f"nvidia-smi topo line {line}: {devices[a]}->{devices[b]} is {x} but "
-                                    f"{devices[b]}->{devices[a]} is {y} (the matrix must be symmetric)")
+                raise ScenarioError(
+                    f"nvidia-smi topo line {line}: {devices[a]}->{devices[b]} is {x} but "
+                    f"{devices[b]}->{devices[a]} is {y} (the matrix must be symmetric)"
+                )
     legend = {}
     for line in lines[start:]:
         m = re.match(r"^\s*#?\s*(NIC\d+)\s*:\s*(\S+)\s*$", line)
@@ -227,12 +237,20 @@ def server_plan(matrix: TopoMatrix, *, sockets: int | None = None) -> ServerPlan
     for _ in devs:  # propagate to devices without an affinity (NIC rows), one hop per pass
         for a in devs:
             if numa[a] is None:
-                numa[a] = next((numa[b] for b in devs
-                                if numa[b] is not None and near(a, b, ("PIX", "PXB", "PHB", "NODE"))), None)
+                numa[a] = next(
+                    (
+                        numa[b]
+                        for b in devs
+                        if numa[b] is not None and near(a, b, ("PIX", "PXB", "PHB", "NODE"))
+                    ),
+                    None,
+                )
     unplaced = [d for d in devs if numa[d] is None]
     if unplaced:
-        raise ScenarioError(f"nvidia-smi topo: cannot place {unplaced} on a NUMA node (no NUMA Affinity and "
-                            "SYS to every placed device)")
+        raise ScenarioError(
+            f"nvidia-smi topo: cannot place {unplaced} on a NUMA node (no NUMA Affinity and "
+            "SYS to every placed device)"
+        )
     ids = sorted(set(numa.values()))
     index = {v: i for i, v in enumerate(ids)}
     if sockets is None:
@@ -278,15 +296,21 @@ def server_plan(matrix: TopoMatrix, *, sockets: int | None = None) -> ServerPlan
     devices = {name[d]: ("gpu" if d.startswith("GPU") else "nic") for d in devs}
     nvlinks = []
     for i, a in enumerate(devs):
-        for b in devs[i + 1:]:
+        for b in devs[i + 1 :]:
             m = re.fullmatch(r"NV(\d+)", kind(a, b))
             if m:
                 nvlinks.append((name[a], name[b], int(m.group(1))))
     return ServerPlan(sockets, len(ids), host_bridges, parent, devices, tuple(nvlinks))
 
 
-def pcie_server_from_topo(topo: str | TopoMatrix, *, sockets: int | None = None, p2p: bool = True,
-                          name: str = "server", **bandwidths) -> Topology:
+def pcie_server_from_topo(
+    topo: str | TopoMatrix,
+    *,
+    sockets: int | None = None,
+    p2p: bool = True,
+    name: str = "server",
+    **bandwidths,
+) -> Topology:
     """A PCIe server shaped like the `nvidia-smi topo -m` output `topo` (text or parsed matrix).
 
     Devices are renamed gpu#, nic# (see `node_name`); see `server_plan` for how the tree is inferred and

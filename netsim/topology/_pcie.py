@@ -74,8 +74,9 @@ class ServerPlan:
 
     def __post_init__(self):
         if self.numa % self.sockets:
-            raise ScenarioError(f"sockets: {self.numa} NUMA nodes cannot be split evenly over "
-                                f"sockets={self.sockets}")
+            raise ScenarioError(
+                f"sockets: {self.numa} NUMA nodes cannot be split evenly over sockets={self.sockets}"
+            )
 
 
 class Transport(Protocol):
@@ -131,10 +132,23 @@ class PcieRouter:
         return self
 
 
-def build_server(plan: ServerPlan, *, p2p: bool = True, pcie_bandwidth=PCIE, socket_bandwidth=SOCKET,
-                 memory_bandwidth=MEMORY, numa_bandwidth=NUMA, nvlink_bandwidth=NVLINK,
-                 pcie_latency=0.0, socket_latency=0.0, nvlink_latency=0.0, name: str = "server",
-                 shared: bool = False, transport: Transport | None = None, device: str = "") -> Topology:
+def build_server(
+    plan: ServerPlan,
+    *,
+    p2p: bool = True,
+    pcie_bandwidth=PCIE,
+    socket_bandwidth=SOCKET,
+    memory_bandwidth=MEMORY,
+    numa_bandwidth=NUMA,
+    nvlink_bandwidth=NVLINK,
+    pcie_latency=0.0,
+    socket_latency=0.0,
+    nvlink_latency=0.0,
+    name: str = "server",
+    shared: bool = False,
+    transport: Transport | None = None,
+    device: str = "",
+) -> Topology:
     """Links and routing for `plan`.
 
     Args:
@@ -198,8 +212,14 @@ def build_server(plan: ServerPlan, *, p2p: bool = True, pcie_bandwidth=PCIE, soc
             raise ScenarioError(f"device {dev!r} does not hang under a host bridge")
         home[dev] = f"mem{plan.host_bridges[node]}"
     router = PcieRouter(p2p, nv_ids, home, transport or HostStaged())
-    topo = Topology(name, tuple(links), kind, router, tuple(d for d, k in plan.devices.items() if k == "gpu"),
-                    device=device)
+    topo = Topology(
+        name,
+        tuple(links),
+        kind,
+        router,
+        tuple(d for d, k in plan.devices.items() if k == "gpu"),
+        device=device,
+    )
     return dataclasses.replace(topo, shared=pcie_shared(topo)) if shared else topo
 
 
@@ -220,8 +240,11 @@ def socket_duplex(topo: Topology, share: float = DUPLEX_SHARE) -> tuple[SharedRe
             continue
         seen.add((link.src, link.dst))
         pair = [link, *(x for x in topo.links if (x.src, x.dst) == (link.dst, link.src))]
-        out.append(SharedResource(f"{link.src}<->{link.dst}", share * sum(x.bandwidth for x in pair),
-                                  tuple(x.id for x in pair)))
+        out.append(
+            SharedResource(
+                f"{link.src}<->{link.dst}", share * sum(x.bandwidth for x in pair), tuple(x.id for x in pair)
+            )
+        )
     return tuple(out)
 
 
@@ -237,8 +260,11 @@ def staging_engines(topo: Topology, share: float = STAGING_SHARE) -> tuple[Share
     for gpu in topo.gpus():
         own = [x for x in topo.links if gpu in (x.src, x.dst) and link_class(topo, x.id) != "nvlink"]
         if own and memory:
-            out.append(SharedResource(f"{gpu} staging", share * max(x.bandwidth for x in own),
-                                      tuple(x.id for x in own), memory))
+            out.append(
+                SharedResource(
+                    f"{gpu} staging", share * max(x.bandwidth for x in own), tuple(x.id for x in own), memory
+                )
+            )
     return tuple(out)
 
 
@@ -247,9 +273,18 @@ def pcie_shared(topo: Topology) -> tuple[SharedResource, ...]:
     return socket_duplex(topo) + staging_engines(topo)
 
 
-def pcie_server(gpus: int = 8, *, sockets: int = 2, numa_per_socket: int = 1, gpus_per_switch: int = 0,
-                nics: int = 0, nvlink_pairs: int = 0, p2p: bool = True, name: str | None = None,
-                **bandwidths) -> Topology:
+def pcie_server(
+    gpus: int = 8,
+    *,
+    sockets: int = 2,
+    numa_per_socket: int = 1,
+    gpus_per_switch: int = 0,
+    nics: int = 0,
+    nvlink_pairs: int = 0,
+    p2p: bool = True,
+    name: str | None = None,
+    **bandwidths,
+) -> Topology:
     """A regular PCIe server.
 
     GPU i sits in NUMA node i * numa // gpus. Without switches (gpus_per_switch=0) each GPU has its own
@@ -288,7 +323,7 @@ def pcie_server(gpus: int = 8, *, sockets: int = 2, numa_per_socket: int = 1, gp
                 sw = f"sw{len(switches)}"
                 switches.append(sw)
                 parent[sw] = new_bridge(k)
-            for i in mine[start:start + (per_switch or 1)]:
+            for i in mine[start : start + (per_switch or 1)]:
                 devices[f"gpu{i}"] = "gpu"
                 parent[f"gpu{i}"] = sw if per_switch else new_bridge(k)
     for j in range(nics):
@@ -309,7 +344,9 @@ def path_kind(topo: Topology, a: str, b: str) -> str:
     """
     route = transit_route(topo, a, b, TRANSIT)
     if not isinstance(topo.router, PcieRouter):
-        raise ScenarioError(f"path_kind: {topo.name!r} is not a PCIe server (router {type(topo.router).__name__})")
+        raise ScenarioError(
+            f"path_kind: {topo.name!r} is not a PCIe server (router {type(topo.router).__name__})"
+        )
     if len(route) == 1 and route[0] in topo.router.nvlink:
         return f"NV{topo.router.nvlink[route[0]]}"
     crossed = [topo.kind[topo.link[lid].dst] for lid in route[:-1]]
@@ -320,4 +357,3 @@ def path_kind(topo: Topology, a: str, b: str) -> str:
     if "rc" in crossed:
         return "PHB"
     return "PXB" if crossed.count("switch") > 1 else "PIX"
-

@@ -43,17 +43,25 @@ NIC3    SYS     SYS     SYS     SYS     SYS     SYS     PHB     SYS     PHB     
 
 def _rtx4090_8x(**kw) -> Topology:
     # bandwidth defaults of build_server are this machine's measurements (m01 p2pBandwidthLatency_p2p_on)
-    return pcie_server_from_topo(M01_TOPO, sockets=2, name=kw.pop("name", "rtx4090-8x-epyc7542"),
-                                 **({"device": "RTX 4090"} | kw))
+    return pcie_server_from_topo(
+        M01_TOPO, sockets=2, name=kw.pop("name", "rtx4090-8x-epyc7542"), **({"device": "RTX 4090"} | kw)
+    )
 
 
 def _a100_pairs(**kw) -> Topology:
     # m08_4xA100PCIe_nvlinkpairs_p2p.txt: each GPU on its own NUMA node (2 sockets presumed: not stated);
     # NV12 pairs 275.0 GB/s unidirectional (P2P writes, mean of 4) = 12 x 22.9; PCIe paths between pairs
     # 21.6 (P2P writes, mean of the 8 SYS cells), used for the PCIe links and the socket link alike.
-    args = dict(sockets=2, numa_per_socket=2, nvlink_pairs=12, pcie_bandwidth=21.6 * GB,
-                socket_bandwidth=21.6 * GB, nvlink_bandwidth=275.0 / 12 * GB, name="a100-pcie-4x-nvlink-pairs",
-                device="A100")
+    args = dict(
+        sockets=2,
+        numa_per_socket=2,
+        nvlink_pairs=12,
+        pcie_bandwidth=21.6 * GB,
+        socket_bandwidth=21.6 * GB,
+        nvlink_bandwidth=275.0 / 12 * GB,
+        name="a100-pcie-4x-nvlink-pairs",
+        device="A100",
+    )
     return pcie_server(4, **(args | kw))
 
 
@@ -70,8 +78,15 @@ def _titanrtx_8x(**kw) -> Topology:
     # 2 sockets presumed from the bus numbers; host-staged copies between non-sibling GPUs 11.4 GB/s
     # (unidirectional, P2P=Disabled matrix) for the PCIe Gen3 links. The slower sibling pairs (9.9 GB/s)
     # are not reproduced: in a flow model both directions of a switch link are independent.
-    args = dict(sockets=2, gpus_per_switch=2, nics=0, p2p=False, pcie_bandwidth=11.4 * GB,
-                name="titanrtx-8x-lambda", device="TITAN RTX")
+    args = dict(
+        sockets=2,
+        gpus_per_switch=2,
+        nics=0,
+        p2p=False,
+        pcie_bandwidth=11.4 * GB,
+        name="titanrtx-8x-lambda",
+        device="TITAN RTX",
+    )
     return pcie_server(8, **(args | kw))
 
 
@@ -79,16 +94,26 @@ _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "mi300x": ("8 XCD + 4 IO dies (2 x 2 mesh) + 8 HBM3 stacks", mi300x),
     "mi250x": ("2 GCDs at 200 GB/s, 4 HBM2e stacks each", mi250x),
     "mi250x-node": ("4 MI250X packages joined at 50-100 GB/s (Frontier-like)", mi250x_node),
-    "pcie-4gpu": ("1 socket, 4 GPUs on their own root ports, 1 NIC",
-                  lambda **kw: pcie_server(4, **(dict(sockets=1, nics=1, name="pcie-4gpu") | kw))),
-    "pcie-4gpu-switch": ("1 socket, 4 GPUs and 1 NIC under one PCIe switch",
-                         lambda **kw: pcie_server(4, **(dict(sockets=1, gpus_per_switch=4, nics=1,
-                                                              name="pcie-4gpu-switch") | kw))),
-    "pcie-8gpu": ("2 sockets, 4 GPUs per socket on their own root ports, 2 NICs",
-                  lambda **kw: pcie_server(8, **(dict(sockets=2, nics=2, name="pcie-8gpu") | kw))),
-    "pcie-8gpu-switch": ("2 sockets, 4 switches of 2 GPUs + 1 NIC",
-                         lambda **kw: pcie_server(8, **(dict(sockets=2, gpus_per_switch=2, nics=4,
-                                                              name="pcie-8gpu-switch") | kw))),
+    "pcie-4gpu": (
+        "1 socket, 4 GPUs on their own root ports, 1 NIC",
+        lambda **kw: pcie_server(4, **(dict(sockets=1, nics=1, name="pcie-4gpu") | kw)),
+    ),
+    "pcie-4gpu-switch": (
+        "1 socket, 4 GPUs and 1 NIC under one PCIe switch",
+        lambda **kw: pcie_server(
+            4, **(dict(sockets=1, gpus_per_switch=4, nics=1, name="pcie-4gpu-switch") | kw)
+        ),
+    ),
+    "pcie-8gpu": (
+        "2 sockets, 4 GPUs per socket on their own root ports, 2 NICs",
+        lambda **kw: pcie_server(8, **(dict(sockets=2, nics=2, name="pcie-8gpu") | kw)),
+    ),
+    "pcie-8gpu-switch": (
+        "2 sockets, 4 switches of 2 GPUs + 1 NIC",
+        lambda **kw: pcie_server(
+            8, **(dict(sockets=2, gpus_per_switch=2, nics=4, name="pcie-8gpu-switch") | kw)
+        ),
+    ),
     "rtx4090-8x-epyc7542": ("m01: 8 x RTX 4090, 2 x EPYC 7542 NPS4, 4 NICs", _rtx4090_8x),
     "a100-pcie-4x-nvlink-pairs": ("m08: 4 x A100 PCIe, NV12 bridges in pairs", _a100_pairs),
     "a40-8x-nv4": ("m05: 8 x A40, NV4 bridges in pairs, 2 sockets", _a40_nv4),
@@ -112,7 +137,10 @@ def preset(name: str, **overrides) -> Topology:
 #: copies first (all p2p matrices of the P2P-driver run, both modes), then the all_reduce on that fabric.
 RTX4090_8X: dict[str, Any] = {
     "topology": "rtx4090-8x-epyc7542",
-    "sources": ["m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt", "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"],
+    "sources": [
+        "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt",
+        "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt",
+    ],
     "link_classes": {
         "memory": {"bandwidth": 51.2e9, "latency": 1.277e-07},  # not observed by these traces: builder value
         "numa": {"bandwidth": 204.8e9, "latency": 8.504e-08},  # not a bottleneck here: builder value
@@ -121,8 +149,14 @@ RTX4090_8X: dict[str, Any] = {
     },
     "shared": {
         "socket0<->socket1": 41.197e9,
-        "gpu0 staging": 21.025e9, "gpu1 staging": 20.626e9, "gpu2 staging": 20.892e9, "gpu3 staging": 23.267e9,
-        "gpu4 staging": 19.752e9, "gpu5 staging": 20.704e9, "gpu6 staging": 20.155e9, "gpu7 staging": 20.352e9,
+        "gpu0 staging": 21.025e9,
+        "gpu1 staging": 20.626e9,
+        "gpu2 staging": 20.892e9,
+        "gpu3 staging": 23.267e9,
+        "gpu4 staging": 19.752e9,
+        "gpu5 staging": 20.704e9,
+        "gpu6 staging": 20.155e9,
+        "gpu7 staging": 20.352e9,
     },
     "regimes": {
         "LL": {"overhead": 2.3157e-06, "efficiency": 0.5, "up_to": 24944.9},
@@ -132,20 +166,24 @@ RTX4090_8X: dict[str, Any] = {
     "launch": 0.0,  # held: one rank count only, so the launch cost sits in the per-step overheads
     "copy_overhead": 8.2928e-07,
     "staged_overhead": 1.27719e-05,
-    "fit": {"all_reduce x8 busbw": {"mean_error": 0.0345, "max_error": 0.0775},
-            "unidirectional P2P on": {"mean_error": 0.0178, "max_error": 0.0669},
-            "bidirectional P2P on": {"mean_error": 0.0153, "max_error": 0.0574},
-            "unidirectional P2P off": {"mean_error": 0.0394, "max_error": 0.0867},
-            "bidirectional P2P off": {"mean_error": 0.0300, "max_error": 0.0595},
-            "latency P2P on": {"mean_error": 0.0926, "max_error": 0.1781},
-            "latency P2P off": {"mean_error": 0.1620, "max_error": 0.3339}},
+    "fit": {
+        "all_reduce x8 busbw": {"mean_error": 0.0345, "max_error": 0.0775},
+        "unidirectional P2P on": {"mean_error": 0.0178, "max_error": 0.0669},
+        "bidirectional P2P on": {"mean_error": 0.0153, "max_error": 0.0574},
+        "unidirectional P2P off": {"mean_error": 0.0394, "max_error": 0.0867},
+        "bidirectional P2P off": {"mean_error": 0.0300, "max_error": 0.0595},
+        "latency P2P on": {"mean_error": 0.0926, "max_error": 0.1781},
+        "latency P2P off": {"mean_error": 0.1620, "max_error": 0.3339},
+    },
 }
 
 #: calibration files shipped with netsim, by name: `load(name)` gives the calibrated topology
 CALIBRATED: dict[str, dict[str, Any]] = {"rtx4090-8x-epyc7542": RTX4090_8X}
 
 
-def load(source: str | os.PathLike, *, p2p: bool | None = None, transport: Transport | None = None) -> Topology:
+def load(
+    source: str | os.PathLike, *, p2p: bool | None = None, transport: Transport | None = None
+) -> Topology:
     """A topology from a calibrated preset, a preset, an `nvidia-smi topo -m` file or a calibration file.
 
     Args:
@@ -182,14 +220,19 @@ def load(source: str | os.PathLike, *, p2p: bool | None = None, transport: Trans
     try:
         return base_topology(entry, p2p=p2p, transport=transport)
     except ScenarioError as e:
-        raise ScenarioError(f"{name}: neither a calibration JSON nor an `nvidia-smi topo -m` file ({e})") from None
+        raise ScenarioError(
+            f"{name}: neither a calibration JSON nor an `nvidia-smi topo -m` file ({e})"
+        ) from None
 
 
-def base_topology(entry: str | Mapping[str, Any], *, p2p: bool | None = None,
-                  transport: Transport | None = None) -> Topology:
+def base_topology(
+    entry: str | Mapping[str, Any], *, p2p: bool | None = None, transport: Transport | None = None
+) -> Topology:
     """A calibration file's "topology" entry, built with builder figures: a preset name, or
     {"nvidia_smi_topo": text, "name": ..., "device": ...}. PCIe servers get their shared resources."""
-    pcie = ({"p2p": p2p} if p2p is not None else {}) | ({"transport": transport} if transport is not None else {})
+    pcie = ({"p2p": p2p} if p2p is not None else {}) | (
+        {"transport": transport} if transport is not None else {}
+    )
     if isinstance(entry, str):
         if entry not in _BUILDERS:
             raise ScenarioError(f"topology: unknown preset {entry!r}; known: {', '.join(_BUILDERS)}")
@@ -197,15 +240,27 @@ def base_topology(entry: str | Mapping[str, Any], *, p2p: bool | None = None,
         if pcie and isinstance(topo.router, PcieRouter):
             topo = preset(entry, **pcie)
     elif isinstance(entry, Mapping) and isinstance(entry.get("nvidia_smi_topo"), str):
-        topo = pcie_server_from_topo(entry["nvidia_smi_topo"], name=str(entry.get("name", "server")),
-                                     device=str(entry.get("device", "")), **pcie)
+        topo = pcie_server_from_topo(
+            entry["nvidia_smi_topo"],
+            name=str(entry.get("name", "server")),
+            device=str(entry.get("device", "")),
+            **pcie,
+        )
     else:
         raise ScenarioError(f"topology: expected a preset name or {{'nvidia_smi_topo': text}}, got {entry!r}")
-    return dataclasses.replace(topo, shared=pcie_shared(topo)) if isinstance(topo.router, PcieRouter) else topo
+    return (
+        dataclasses.replace(topo, shared=pcie_shared(topo)) if isinstance(topo.router, PcieRouter) else topo
+    )
 
 
-def from_calibration(values: Mapping[str, Any], *, p2p: bool | None = None, transport: Transport | None = None,
-                     where: str = "calibration", base: Topology | None = None) -> Topology:
+def from_calibration(
+    values: Mapping[str, Any],
+    *,
+    p2p: bool | None = None,
+    transport: Transport | None = None,
+    where: str = "calibration",
+    base: Topology | None = None,
+) -> Topology:
     """The topology of calibration values (see `load`): `base`, else the one their "topology" entry names,
     with the fitted figures (links by `link_class`, shared resources by id, software costs)."""
     if not isinstance(values, Mapping) or (base is None and "topology" not in values):
@@ -218,8 +273,11 @@ def from_calibration(values: Mapping[str, Any], *, p2p: bool | None = None, tran
         if c not in classes:
             raise ScenarioError(f"{where}: link_classes: no entry for class {c!r} (link {link.id!r})")
         try:
-            links.append(dataclasses.replace(link, bandwidth=float(classes[c]["bandwidth"]),
-                                             latency=float(classes[c]["latency"])))
+            links.append(
+                dataclasses.replace(
+                    link, bandwidth=float(classes[c]["bandwidth"]), latency=float(classes[c]["latency"])
+                )
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise ScenarioError(f"{where}: link_classes.{c}: {e}") from None
     capacity = values.get("shared", {})
@@ -228,5 +286,10 @@ def from_calibration(values: Mapping[str, Any], *, p2p: bool | None = None, tran
         raise ScenarioError(f"{where}: shared: no capacity for {missing[:3]}")
     shared = tuple(dataclasses.replace(r, capacity=float(capacity[r.id])) for r in topo.shared)
     software = CollectiveCosts.from_dict(values, where=where) if "regimes" in values else None
-    return dataclasses.replace(topo, links=tuple(links), shared=shared, software=software,
-                               device=str(values.get("device") or topo.device))
+    return dataclasses.replace(
+        topo,
+        links=tuple(links),
+        shared=shared,
+        software=software,
+        device=str(values.get("device") or topo.device),
+    )

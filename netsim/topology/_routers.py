@@ -75,9 +75,13 @@ class DimensionOrder:
         (ra, ca), (rb, cb) = self._coord[a], self._coord[b]
         rows, cols = len(self.grid), len(self.grid[0])
         if x_first:
-            cells = [(ra, c) for c in self._axis(ca, cb, cols)] + [(r, cb) for r in self._axis(ra, rb, rows)[1:]]
+            cells = [(ra, c) for c in self._axis(ca, cb, cols)] + [
+                (r, cb) for r in self._axis(ra, rb, rows)[1:]
+            ]
         else:
-            cells = [(r, ca) for r in self._axis(ra, rb, rows)] + [(rb, c) for c in self._axis(ca, cb, cols)[1:]]
+            cells = [(r, ca) for r in self._axis(ra, rb, rows)] + [
+                (rb, c) for c in self._axis(ca, cb, cols)[1:]
+            ]
         nodes = [self.grid[r][c] for r, c in cells]
         return tuple(f"{u}->{v}" for u, v in itertools.pairwise(nodes))
 
@@ -89,8 +93,13 @@ class DimensionOrder:
 
     def route(self, topo: Topology, src: str, dst: str) -> Path:
         ups, downs = self._up(src), self._up(dst)
-        best = min(((len(pu) + self.grid_hops(a, b) + len(pd), i, j)
-                    for i, (a, pu) in enumerate(ups) for j, (b, pd) in enumerate(downs)))
+        best = min(
+            (
+                (len(pu) + self.grid_hops(a, b) + len(pd), i, j)
+                for i, (a, pu) in enumerate(ups)
+                for j, (b, pd) in enumerate(downs)
+            )
+        )
         (a, up), (b, down) = ups[best[1]], downs[best[2]]
         back = tuple(f"{lid.split('->')[1]}->{lid.split('->')[0]}" for lid in reversed(down))
         for x_first in (True, False):
@@ -140,8 +149,11 @@ class Ecmp:
         return topo._cache[key]
 
     def _choices(self, topo: Topology, node: str, dst: str, dist: dict[str, int]) -> list[str]:
-        out = [x.id for x in topo.graph.out[node]
-               if dist.get(x.dst) == dist[node] - 1 and (x.dst == dst or topo.kind[x.dst] in self.transit)]
+        out = [
+            x.id
+            for x in topo.graph.out[node]
+            if dist.get(x.dst) == dist[node] - 1 and (x.dst == dst or topo.kind[x.dst] in self.transit)
+        ]
         return sorted(out)
 
     def _check(self, topo: Topology, src: str, dst: str) -> dict[str, int]:

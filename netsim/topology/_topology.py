@@ -19,9 +19,18 @@ import numpy as np
 from .._routing import LinkGraph
 from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task, check_number
 
-__all__ = ["CollectiveCosts", "Path", "Regime", "Router", "ShortestPath", "Topology", "link_class", "natural_key",
-           "regime_blend",
-           "regime_weights"]
+__all__ = [
+    "CollectiveCosts",
+    "Path",
+    "Regime",
+    "Router",
+    "ShortestPath",
+    "Topology",
+    "link_class",
+    "natural_key",
+    "regime_blend",
+    "regime_weights",
+]
 
 Path = tuple[str, ...]  # link ids from src to dst
 
@@ -159,24 +168,38 @@ class CollectiveCosts:
     def blend(self, step_bytes) -> tuple[np.ndarray, np.ndarray]:
         """(overhead s, efficiency) at each bytes-per-step (NumPy; see `regime_blend`)."""
         r = self.regimes
-        return regime_blend(step_bytes, np.log([x.overhead for x in r]), -np.log([x.efficiency for x in r]),
-                            np.log([x.up_to for x in r[:-1]]).reshape(len(r) - 1), math.log(self.width))
+        return regime_blend(
+            step_bytes,
+            np.log([x.overhead for x in r]),
+            -np.log([x.efficiency for x in r]),
+            np.log([x.up_to for x in r[:-1]]).reshape(len(r) - 1),
+            math.log(self.width),
+        )
 
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario of one collective with these costs: every flow's overhead plus the blended
         per-step overhead at its bytes, its bytes / efficiency, its start + launch."""
         over, eff = self.blend([f.bytes for f in scenario.flows])
-        flows = [dataclasses.replace(f, bytes=f.bytes / float(e), overhead=f.overhead + float(o),
-                                     start=f.start + self.launch)
-                 for f, o, e in zip(scenario.flows, over, eff, strict=True)]
+        flows = [
+            dataclasses.replace(
+                f, bytes=f.bytes / float(e), overhead=f.overhead + float(o), start=f.start + self.launch
+            )
+            for f, o, e in zip(scenario.flows, over, eff, strict=True)
+        ]
         return dataclasses.replace(scenario, flows=tuple(flows))
 
     def to_dict(self) -> dict:
         """JSON-able, as in a calibration file ("regimes", "width", "launch", ...)."""
-        return {"regimes": {r.name: {"overhead": r.overhead, "efficiency": r.efficiency, "up_to": r.up_to}
-                            for r in self.regimes},
-                "width": self.width, "launch": self.launch, "copy_overhead": self.copy_overhead,
-                "staged_overhead": self.staged_overhead}
+        return {
+            "regimes": {
+                r.name: {"overhead": r.overhead, "efficiency": r.efficiency, "up_to": r.up_to}
+                for r in self.regimes
+            },
+            "width": self.width,
+            "launch": self.launch,
+            "copy_overhead": self.copy_overhead,
+            "staged_overhead": self.staged_overhead,
+        }
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any], where: str = "software") -> CollectiveCosts:
@@ -185,10 +208,22 @@ class CollectiveCosts:
         if not isinstance(regimes, Mapping) or not regimes:
             raise ScenarioError(f"{where}.regimes: expected an object of regimes, got {regimes!r}")
         try:
-            rs = tuple(Regime(name, float(r["overhead"]), float(r["efficiency"]),
-                              None if r.get("up_to") is None else float(r["up_to"])) for name, r in regimes.items())
-            return cls(rs, float(values.get("width", 0.5)), float(values.get("launch", 0.0)),
-                       float(values.get("copy_overhead", 0.0)), float(values.get("staged_overhead", 0.0)))
+            rs = tuple(
+                Regime(
+                    name,
+                    float(r["overhead"]),
+                    float(r["efficiency"]),
+                    None if r.get("up_to") is None else float(r["up_to"]),
+                )
+                for name, r in regimes.items()
+            )
+            return cls(
+                rs,
+                float(values.get("width", 0.5)),
+                float(values.get("launch", 0.0)),
+                float(values.get("copy_overhead", 0.0)),
+                float(values.get("staged_overhead", 0.0)),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise ScenarioError(f"{where}: {e}") from None
 
@@ -251,10 +286,15 @@ class Topology:
             check_number(r.capacity, f"{where}.capacity", positive=True)
             unknown = [x for x in (*r.links, *r.via) if x not in ids]
             if not r.links or unknown:
-                raise ScenarioError(f"{where} ({r.id!r}): unknown link id(s) {unknown[:3]}" if unknown
-                                    else f"{where} ({r.id!r}).links: must name at least one link")
+                raise ScenarioError(
+                    f"{where} ({r.id!r}): unknown link id(s) {unknown[:3]}"
+                    if unknown
+                    else f"{where} ({r.id!r}).links: must name at least one link"
+                )
         if self.software is not None and not isinstance(self.software, CollectiveCosts):
-            raise ScenarioError(f"topology {self.name!r}: software is {self.software!r}, not a CollectiveCosts")
+            raise ScenarioError(
+                f"topology {self.name!r}: software is {self.software!r}, not a CollectiveCosts"
+            )
         object.__setattr__(self, "links", links)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "workers", workers)
@@ -331,16 +371,22 @@ class Topology:
             return [Flow(id, src, dst, bytes, route=paths[0][1], **flow_kwargs)]
         parts = [bytes * w for w, _ in paths[:-1]]
         parts.append(bytes - sum(parts))  # the last share takes the rounding, so the parts sum to bytes
-        return [Flow(f"{id}#{k}", src, dst, b, route=p, **flow_kwargs)
-                for k, (b, (_, p)) in enumerate(zip(parts, paths, strict=True))]
+        return [
+            Flow(f"{id}#{k}", src, dst, b, route=p, **flow_kwargs)
+            for k, (b, (_, p)) in enumerate(zip(parts, paths, strict=True))
+        ]
 
-    def scenario(self, flows: Iterable[Flow] = (), tasks: Iterable[Task] = (),
-                 name: str | None = None) -> Scenario:
+    def scenario(
+        self, flows: Iterable[Flow] = (), tasks: Iterable[Task] = (), name: str | None = None
+    ) -> Scenario:
         """A scenario on these links and shared resources; flows without a route take `self.route(src, dst)`."""
-        routed = [f if f.route is not None else dataclasses.replace(f, route=self.route(f.src, f.dst))
-                  for f in flows]
-        return Scenario(self.links, routed, tuple(tasks), name=self.name if name is None else name,
-                        shared=self.shared)
+        routed = [
+            f if f.route is not None else dataclasses.replace(f, route=self.route(f.src, f.dst))
+            for f in flows
+        ]
+        return Scenario(
+            self.links, routed, tuple(tasks), name=self.name if name is None else name, shared=self.shared
+        )
 
     # --- failures -------------------------------------------------------------------------------
     def without_links(self, link_ids: Iterable[str]) -> Topology:
@@ -359,8 +405,12 @@ class Topology:
             via = tuple(x for x in r.via if x not in failed)
             if links and (via or not r.via):
                 shared.append(dataclasses.replace(r, links=links, via=via))
-        return dataclasses.replace(self, links=tuple(x for x in self.links if x.id not in failed),
-                                   router=self.router.without(failed), shared=tuple(shared))
+        return dataclasses.replace(
+            self,
+            links=tuple(x for x in self.links if x.id not in failed),
+            router=self.router.without(failed),
+            shared=tuple(shared),
+        )
 
     def unreachable_pairs(self, among: Sequence[str] | None = None) -> list[tuple[str, str]]:
         """Ordered pairs of `among` (default: gpus()) that have no route."""
@@ -376,8 +426,10 @@ class Topology:
         return out
 
     def __repr__(self) -> str:
-        return (f"Topology({self.name!r}: {len(self.kind)} nodes, {len(self.links)} links, "
-                f"{len(self.gpus())} workers, router={type(self.router).__name__})")
+        return (
+            f"Topology({self.name!r}: {len(self.kind)} nodes, {len(self.links)} links, "
+            f"{len(self.gpus())} workers, router={type(self.router).__name__})"
+        )
 
 
 def link_class(topo: Topology, link_id: str) -> str:

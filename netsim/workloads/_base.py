@@ -61,8 +61,12 @@ class Workload:
         """Every id (and every `after` reference to it) renamed to f"{prefix}/{id}"."""
         own = set(self.ids)
         rename = lambda i: f"{prefix}/{i}" if i in own else i
-        flows = [dataclasses.replace(f, id=rename(f.id), after=tuple(map(rename, f.after))) for f in self.flows]
-        tasks = [dataclasses.replace(t, id=rename(t.id), after=tuple(map(rename, t.after))) for t in self.tasks]
+        flows = [
+            dataclasses.replace(f, id=rename(f.id), after=tuple(map(rename, f.after))) for f in self.flows
+        ]
+        tasks = [
+            dataclasses.replace(t, id=rename(t.id), after=tuple(map(rename, t.after))) for t in self.tasks
+        ]
         return Workload(flows, tasks, self.name)
 
     def roots(self) -> tuple[str, ...]:
@@ -86,10 +90,17 @@ class Workload:
     def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
         """A scenario on `fabric`'s links and shared resources (a Topology's `shared`, if any); flows
         without a route take `fabric.route(src, dst)`."""
-        flows = [f if f.route is not None else dataclasses.replace(f, route=tuple(fabric.route(f.src, f.dst)))
-                 for f in self.flows]
-        return Scenario(tuple(fabric.links), flows, self.tasks, name=self.name if name is None else name,
-                        shared=tuple(getattr(fabric, "shared", ())))
+        flows = [
+            f if f.route is not None else dataclasses.replace(f, route=tuple(fabric.route(f.src, f.dst)))
+            for f in self.flows
+        ]
+        return Scenario(
+            tuple(fabric.links),
+            flows,
+            self.tasks,
+            name=self.name if name is None else name,
+            shared=tuple(getattr(fabric, "shared", ())),
+        )
 
 
 def concat(workloads: Iterable[Workload]) -> Workload:

@@ -69,12 +69,22 @@ class StageCosts:
     parameter_bytes: float | None = None
 
     def __post_init__(self):  # numbers or strings with units ("1 ms", "4 MiB"), stored as SI floats
-        kinds = {"forward": "time", "backward_input": "time", "activation_bytes": "bytes",
-                 "backward_weight": "time", "gradient_bytes": "bytes", "parameter_bytes": "bytes"}
+        kinds = {
+            "forward": "time",
+            "backward_input": "time",
+            "activation_bytes": "bytes",
+            "backward_weight": "time",
+            "gradient_bytes": "bytes",
+            "parameter_bytes": "bytes",
+        }
         for name, kind in kinds.items():
             if name != "parameter_bytes" or self.parameter_bytes is not None:
-                value = quantity(getattr(self, name), kind, f"StageCosts.{name}",
-                                 positive=name in ("forward", "backward_input", "activation_bytes"))
+                value = quantity(
+                    getattr(self, name),
+                    kind,
+                    f"StageCosts.{name}",
+                    positive=name in ("forward", "backward_input", "activation_bytes"),
+                )
                 object.__setattr__(self, name, value)
 
     @property
@@ -168,7 +178,9 @@ class Offload:
     pieces: int = 4
 
     def __post_init__(self):
-        object.__setattr__(self, "step_time", quantity(self.step_time, "time", "Offload.step_time", positive=True))
+        object.__setattr__(
+            self, "step_time", quantity(self.step_time, "time", "Offload.step_time", positive=True)
+        )
         _count(self.pieces, "Offload.pieces")
 
     def memory_of(self, gpu: str) -> str:

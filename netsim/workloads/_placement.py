@@ -151,5 +151,3 @@ def _grow(cluster: Cluster, free: Sequence[str], seed: str, n: int, key) -> tupl
         chosen.append(best)
         rest.remove(best)
     return cluster.ordered(chosen)
-
-

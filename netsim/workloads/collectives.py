@@ -30,8 +30,17 @@ from .._scenario import Flow, Scenario, ScenarioError, Task
 from .._units import format_quantity
 from ._base import Fabric, Workload
 
-__all__ = ["Collective", "Transfer", "allgather", "allreduce", "alltoall", "broadcast", "bus_factor", "reduce",
-           "reducescatter"]
+__all__ = [
+    "Collective",
+    "Transfer",
+    "allgather",
+    "allreduce",
+    "alltoall",
+    "broadcast",
+    "bus_factor",
+    "reduce",
+    "reducescatter",
+]
 
 #: nccl-tests' busbw = algbw * factor(n), per collective (doc/PERFORMANCE.md, "Summary")
 _BUS_FACTOR = {
@@ -42,6 +51,7 @@ _BUS_FACTOR = {
     "reduce": lambda n: 1.0,
     "alltoall": lambda n: (n - 1) / n,
 }
+
 
 def bus_factor(kind: str, n: int) -> float:
     """nccl-tests' busbw / algbw ratio for collective `kind` on n ranks."""
@@ -134,16 +144,28 @@ class Collective:
         return costs.apply(scenario) if costs is not None and self.step_overhead is None else scenario
 
     def __repr__(self) -> str:
-        return (f"Collective({self.kind}/{self.algorithm}, n={self.n}, size={format_quantity(self.size, 'bytes')}, "
-                f"{len(self.workload.flows)} flows, {len(self.workload.tasks)} tasks, steps={self.steps})")
+        return (
+            f"Collective({self.kind}/{self.algorithm}, n={self.n}, size={format_quantity(self.size, 'bytes')}, "
+            f"{len(self.workload.flows)} flows, {len(self.workload.tasks)} tasks, steps={self.steps})"
+        )
 
 
 # --- public builders ------------------------------------------------------------------------------
 
-def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str | None = None,
-              routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
-              reduce_bandwidth: float | str | None = None, name: str = "allreduce") -> Collective:
+
+def allreduce(
+    ranks: Sequence[str],
+    size: float | str,
+    *,
+    algorithm: str = "ring",
+    chunks: int = 1,
+    channels: int = 1,
+    rings: Sequence[Sequence[str]] | None = None,
+    step_overhead: float | str | None = None,
+    routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    reduce_bandwidth: float | str | None = None,
+    name: str = "allreduce",
+) -> Collective:
     """AllReduce of an S-byte buffer on every rank.
 
     Args:
@@ -164,78 +186,165 @@ def allreduce(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring
             on the receiving node taking bytes / reduce_bandwidth s, which later sends wait for.
         name: prefix of every flow and task id.
     """
-    return _build("allreduce", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes,
-                  reduce_bandwidth, name, None)
+    return _build(
+        "allreduce",
+        ranks,
+        size,
+        algorithm,
+        chunks,
+        channels,
+        rings,
+        step_overhead,
+        routes,
+        reduce_bandwidth,
+        name,
+        None,
+    )
 
 
-def reducescatter(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-                  channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-                  step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
-                  reduce_bandwidth: float | str | None = None, name: str = "reducescatter") -> Collective:
+def reducescatter(
+    ranks: Sequence[str],
+    size: float | str,
+    *,
+    algorithm: str = "ring",
+    chunks: int = 1,
+    channels: int = 1,
+    rings: Sequence[Sequence[str]] | None = None,
+    step_overhead: float | str | None = None,
+    routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    reduce_bandwidth: float | str | None = None,
+    name: str = "reducescatter",
+) -> Collective:
     """ReduceScatter of an S-byte input per rank; rank i ends with reduced block i (S / n bytes).
 
     Arguments as for `allreduce`; the only algorithm is "ring".
     """
-    return _build("reducescatter", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes,
-                  reduce_bandwidth, name, None)
+    return _build(
+        "reducescatter",
+        ranks,
+        size,
+        algorithm,
+        chunks,
+        channels,
+        rings,
+        step_overhead,
+        routes,
+        reduce_bandwidth,
+        name,
+        None,
+    )
 
 
-def allgather(ranks: Sequence[str], size: float | str, *, algorithm: str = "ring", chunks: int = 1,
-              channels: int = 1, rings: Sequence[Sequence[str]] | None = None, step_overhead: float | str | None = None,
-              routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
-              name: str = "allgather") -> Collective:
+def allgather(
+    ranks: Sequence[str],
+    size: float | str,
+    *,
+    algorithm: str = "ring",
+    chunks: int = 1,
+    channels: int = 1,
+    rings: Sequence[Sequence[str]] | None = None,
+    step_overhead: float | str | None = None,
+    routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    name: str = "allgather",
+) -> Collective:
     """AllGather: rank i contributes block i (S / n bytes); every rank ends with all S bytes.
 
     Arguments as for `allreduce`; the only algorithm is "ring".
     """
-    return _build("allgather", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes,
-                  None, name, None)
+    return _build(
+        "allgather", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, None, name, None
+    )
 
 
-def broadcast(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm: str = "ring",
-              chunks: int = 1, channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-              step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
-              name: str = "broadcast") -> Collective:
+def broadcast(
+    ranks: Sequence[str],
+    size: float | str,
+    *,
+    root: int = 0,
+    algorithm: str = "ring",
+    chunks: int = 1,
+    channels: int = 1,
+    rings: Sequence[Sequence[str]] | None = None,
+    step_overhead: float | str | None = None,
+    routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    name: str = "broadcast",
+) -> Collective:
     """Broadcast of S bytes from ranks[root], pipelined in chunks along each channel's ring from the root.
 
     Arguments as for `allreduce`; root is an index into `ranks`.
     """
-    return _build("broadcast", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes,
-                  None, name, root)
+    return _build(
+        "broadcast", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, None, name, root
+    )
 
 
-def reduce(ranks: Sequence[str], size: float | str, *, root: int = 0, algorithm: str = "ring",
-           chunks: int = 1, channels: int = 1, rings: Sequence[Sequence[str]] | None = None,
-           step_overhead: float | str | None = None, routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
-           reduce_bandwidth: float | str | None = None, name: str = "reduce") -> Collective:
+def reduce(
+    ranks: Sequence[str],
+    size: float | str,
+    *,
+    root: int = 0,
+    algorithm: str = "ring",
+    chunks: int = 1,
+    channels: int = 1,
+    rings: Sequence[Sequence[str]] | None = None,
+    step_overhead: float | str | None = None,
+    routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    reduce_bandwidth: float | str | None = None,
+    name: str = "reduce",
+) -> Collective:
     """Reduce of S bytes per rank into ranks[root], pipelined along each channel's ring, ending at the root.
 
     Arguments as for `allreduce`; root is an index into `ranks`.
     """
-    return _build("reduce", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes,
-                  reduce_bandwidth, name, root)
+    return _build(
+        "reduce",
+        ranks,
+        size,
+        algorithm,
+        chunks,
+        channels,
+        rings,
+        step_overhead,
+        routes,
+        reduce_bandwidth,
+        name,
+        root,
+    )
 
 
-def alltoall(ranks: Sequence[str], size: float | str, *, algorithm: str = "direct", chunks: int = 1,
-             channels: int = 1, step_overhead: float | str | None = None,
-             routes: Mapping[tuple[str, str], Sequence[str]] | None = None, name: str = "alltoall") -> Collective:
+def alltoall(
+    ranks: Sequence[str],
+    size: float | str,
+    *,
+    algorithm: str = "direct",
+    chunks: int = 1,
+    channels: int = 1,
+    step_overhead: float | str | None = None,
+    routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    name: str = "alltoall",
+) -> Collective:
     """AllToAll: every rank sends S / n bytes to every other rank, all pairs at once (grouped send/recv).
 
     Block i * n + j is the part rank i sends to rank j. Arguments as for `allreduce`.
     """
-    return _build("alltoall", ranks, size, algorithm, chunks, channels, None, step_overhead, routes,
-                  None, name, None)
+    return _build(
+        "alltoall", ranks, size, algorithm, chunks, channels, None, step_overhead, routes, None, name, None
+    )
 
 
 # --- validation and the flow builder ----------------------------------------------------------------
 
-def _build(kind, ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, reduce_bandwidth,
-           name, root) -> Collective:
+
+def _build(
+    kind, ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, reduce_bandwidth, name, root
+) -> Collective:
     ranks = _check_ranks(ranks)
     n = len(ranks)
     size = quantity(size, "bytes", "size")
     if algorithm not in ALGORITHMS[kind]:
-        raise ScenarioError(f"algorithm: {kind} has no algorithm {algorithm!r}; known: {list(ALGORITHMS[kind])}")
+        raise ScenarioError(
+            f"algorithm: {kind} has no algorithm {algorithm!r}; known: {list(ALGORITHMS[kind])}"
+        )
     for field, value in (("chunks", chunks), ("channels", channels)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ScenarioError(f"{field}: must be an integer >= 1, got {value!r}")
@@ -245,8 +354,20 @@ def _build(kind, ranks, size, algorithm, chunks, channels, rings, step_overhead,
     b = _Builder(name, ranks, 0.0 if step_overhead is None else step_overhead, routes, reduce_bandwidth)
     schedule = _SCHEDULES[(kind, algorithm)]
     blocks, steps = schedule(b, size, chunks, channels, orders, root)
-    return Collective(kind, algorithm, ranks, size, Workload(b.flows, b.tasks, name), tuple(b.transfers),
-                      blocks, steps, chunks, channels, root, None if step_overhead is None else b.overhead)
+    return Collective(
+        kind,
+        algorithm,
+        ranks,
+        size,
+        Workload(b.flows, b.tasks, name),
+        tuple(b.transfers),
+        blocks,
+        steps,
+        chunks,
+        channels,
+        root,
+        None if step_overhead is None else b.overhead,
+    )
 
 
 def _check_ranks(ranks: Sequence[str]) -> tuple[str, ...]:
@@ -275,8 +396,11 @@ def _check_rings(rings, ranks: tuple[str, ...]) -> list[tuple[int, ...]]:
     index = {r: i for i, r in enumerate(ranks)}
     out = []
     for k, ring in enumerate(rings):
-        permutation = isinstance(ring, Sequence) and not isinstance(ring, str) and \
-            collections.Counter(ring) == collections.Counter(ranks)
+        permutation = (
+            isinstance(ring, Sequence)
+            and not isinstance(ring, str)
+            and collections.Counter(ring) == collections.Counter(ranks)
+        )
         if not permutation:
             raise ScenarioError(f"rings[{k}]: must be a permutation of ranks {list(ranks)}, got {ring!r}")
         out.append(tuple(index[r] for r in ring))
@@ -309,8 +433,20 @@ class _Builder:
         """Id of the same connection's flow one chunk earlier (tags are f"k{channel}/c{chunk}/{rest}")."""
         return f"{self.name}/k{channel}/c{chunk - 1}/{rest}" if chunk > 0 else None
 
-    def send(self, tag: str, src: int, dst: int, nbytes: float, after: Sequence[str | None], *,
-             blocks: Sequence[int], channel: int, chunk: int, step: int, op: str) -> tuple[str, str]:
+    def send(
+        self,
+        tag: str,
+        src: int,
+        dst: int,
+        nbytes: float,
+        after: Sequence[str | None],
+        *,
+        blocks: Sequence[int],
+        channel: int,
+        chunk: int,
+        step: int,
+        op: str,
+    ) -> tuple[str, str]:
         """Adds one flow from rank index src to dst, after the non-None ids in `after`.
 
         Returns (flow id, ready id): the ready id is what a later use of the received data waits
@@ -319,8 +455,9 @@ class _Builder:
         fid = f"{self.name}/{tag}"
         a, b = self.ranks[src], self.ranks[dst]
         deps = tuple(dict.fromkeys(x for x in after if x is not None))
-        self.flows.append(Flow(fid, a, b, nbytes, route=self.routes.get((a, b)), after=deps,
-                               overhead=self.overhead))
+        self.flows.append(
+            Flow(fid, a, b, nbytes, route=self.routes.get((a, b)), after=deps, overhead=self.overhead)
+        )
         self.transfers.append(Transfer(fid, a, b, tuple(blocks), channel, chunk, step, op))
         if op == "reduce" and self.reduce_bandwidth is not None:
             tid = f"{fid}/sum"
@@ -330,6 +467,7 @@ class _Builder:
 
 
 # --- schedules: each returns (blocks, steps) ---------------------------------------------------------
+
 
 def _ring_schedule(phases: str):
     """Ring ReduceScatter ("r"), AllGather ("g") or AllReduce ("rg") on every channel's ring order.
@@ -355,9 +493,17 @@ def _ring_schedule(phases: str):
                     received = [None] * n
                     for i in range(n):
                         _, received[(i + 1) % n] = b.send(
-                            f"k{k}/c{c}/s{s}/p{i}", ring[i], ring[(i + 1) % n], part,
+                            f"k{k}/c{c}/s{s}/p{i}",
+                            ring[i],
+                            ring[(i + 1) % n],
+                            part,
                             (ready[i], b.previous(k, c, f"s{s}/p{i}")),
-                            blocks=(ring[(i - offset) % n],), channel=k, chunk=c, step=s, op=op)
+                            blocks=(ring[(i - offset) % n],),
+                            channel=k,
+                            chunk=c,
+                            step=s,
+                            op=op,
+                        )
                     ready = received
         return n, len(steps)
 
@@ -385,9 +531,18 @@ def _chain_schedule(kind: str):
             for c in range(chunks):
                 ready = None
                 for h in range(n - 1):
-                    _, ready = b.send(f"k{k}/c{c}/h{h}", chain[h], chain[h + 1], part,
-                                      (ready, b.previous(k, c, f"h{h}")),
-                                      blocks=(0,), channel=k, chunk=c, step=h, op=op)
+                    _, ready = b.send(
+                        f"k{k}/c{c}/h{h}",
+                        chain[h],
+                        chain[h + 1],
+                        part,
+                        (ready, b.previous(k, c, f"h{h}")),
+                        blocks=(0,),
+                        channel=k,
+                        chunk=c,
+                        step=h,
+                        op=op,
+                    )
         return 1, n - 1
 
     return schedule
@@ -455,19 +610,36 @@ def _tree_schedule(double: bool):
                     for v in _bottom_up(parents):
                         if v == top:
                             continue
-                        _, up[v] = b.send(f"k{k}/c{c}/t{t}/up{v}", pos[v], pos[parents[v]], part,
-                                          [up[w] for w in children[v]] + [b.previous(k, c, f"t{t}/up{v}")],
-                                          blocks=(t,),
-                                          channel=k, chunk=c, step=0, op="reduce")
+                        _, up[v] = b.send(
+                            f"k{k}/c{c}/t{t}/up{v}",
+                            pos[v],
+                            pos[parents[v]],
+                            part,
+                            [up[w] for w in children[v]] + [b.previous(k, c, f"t{t}/up{v}")],
+                            blocks=(t,),
+                            channel=k,
+                            chunk=c,
+                            step=0,
+                            op="reduce",
+                        )
                     down: dict[int, str] = {}
                     for w in reversed(_bottom_up(parents)):
                         if w == top:
                             continue
                         v = parents[w]
                         data = [up[u] for u in children[top]] if v == top else [down[v]]
-                        down[w], _ = b.send(f"k{k}/c{c}/t{t}/down{w}", pos[v], pos[w], part,
-                                            [*data, b.previous(k, c, f"t{t}/down{w}")],
-                                            blocks=(t,), channel=k, chunk=c, step=1, op="copy")
+                        down[w], _ = b.send(
+                            f"k{k}/c{c}/t{t}/down{w}",
+                            pos[v],
+                            pos[w],
+                            part,
+                            [*data, b.previous(k, c, f"t{t}/down{w}")],
+                            blocks=(t,),
+                            channel=k,
+                            chunk=c,
+                            step=1,
+                            op="copy",
+                        )
         return len(trees), 2 * max(max(tree_depths(p)) for p in trees)
 
     return schedule
@@ -503,9 +675,18 @@ def _halving_doubling(b: _Builder, size, chunks, channels, orders, root):
             ready: list[str | None] = [None] * p  # survivor -> ready id of its last receive of chunk c
             sent: list[str | None] = [None] * p  # survivor -> its last send of chunk c
             for i in range(r):
-                _, ready[i] = b.send(f"k{k}/c{c}/fold{i}", pos[2 * i], pos[2 * i + 1], part * p,
-                                     (b.previous(k, c, f"fold{i}"),), blocks=everything, channel=k, chunk=c,
-                                     step=0, op="reduce")
+                _, ready[i] = b.send(
+                    f"k{k}/c{c}/fold{i}",
+                    pos[2 * i],
+                    pos[2 * i + 1],
+                    part * p,
+                    (b.previous(k, c, f"fold{i}"),),
+                    blocks=everything,
+                    channel=k,
+                    chunk=c,
+                    step=0,
+                    op="reduce",
+                )
             lo, hi = [0] * p, [p] * p  # block range each survivor holds
             exchanges = [(p >> (s + 1), "reduce") for s in range(m)] + [(1 << s, "copy") for s in range(m)]
             for s, (d, op) in enumerate(exchanges):
@@ -516,21 +697,40 @@ def _halving_doubling(b: _Builder, size, chunks, channels, orders, root):
                     q = j ^ d
                     if op == "reduce":  # keep the half on our side of bit d, send the other half
                         mid = (lo[j] + hi[j]) // 2
-                        keep, give = ((lo[j], mid), (mid, hi[j])) if j & d == 0 else ((mid, hi[j]), (lo[j], mid))
+                        keep, give = (
+                            ((lo[j], mid), (mid, hi[j])) if j & d == 0 else ((mid, hi[j]), (lo[j], mid))
+                        )
                         new_lo[j], new_hi[j] = keep
                     else:  # send what we hold; we then hold ours and the partner's range
                         give = (lo[j], hi[j])
                         new_lo[j], new_hi[j] = min(lo[j], lo[q]), max(hi[j], hi[q])
                     tag = f"x{s}/{j}"
                     sent[j], received[q] = b.send(
-                        f"k{k}/c{c}/{tag}", pos[survivors[j]], pos[survivors[q]], part * (give[1] - give[0]),
-                        (ready[j], sent[j], b.previous(k, c, tag)), blocks=tuple(range(*give)), channel=k, chunk=c,
-                        step=step, op=op)
+                        f"k{k}/c{c}/{tag}",
+                        pos[survivors[j]],
+                        pos[survivors[q]],
+                        part * (give[1] - give[0]),
+                        (ready[j], sent[j], b.previous(k, c, tag)),
+                        blocks=tuple(range(*give)),
+                        channel=k,
+                        chunk=c,
+                        step=step,
+                        op=op,
+                    )
                 ready, lo, hi = received, new_lo, new_hi
             for i in range(r):
-                b.send(f"k{k}/c{c}/unfold{i}", pos[2 * i + 1], pos[2 * i], part * p,
-                       (ready[i], sent[i], b.previous(k, c, f"unfold{i}")), blocks=everything, channel=k, chunk=c,
-                       step=2 * m + 1, op="copy")
+                b.send(
+                    f"k{k}/c{c}/unfold{i}",
+                    pos[2 * i + 1],
+                    pos[2 * i],
+                    part * p,
+                    (ready[i], sent[i], b.previous(k, c, f"unfold{i}")),
+                    blocks=everything,
+                    channel=k,
+                    chunk=c,
+                    step=2 * m + 1,
+                    op="copy",
+                )
     return p, 2 * m + (2 if r else 0)
 
 
@@ -544,8 +744,18 @@ def _alltoall(b: _Builder, size, chunks, channels, orders, root):
                 if i == j:
                     continue
                 for c in range(chunks):
-                    b.send(f"k{k}/c{c}/{i}-{j}", i, j, part, (b.previous(k, c, f"{i}-{j}"),), blocks=(i * n + j,), channel=k,
-                           chunk=c, step=0, op="copy")
+                    b.send(
+                        f"k{k}/c{c}/{i}-{j}",
+                        i,
+                        j,
+                        part,
+                        (b.previous(k, c, f"{i}-{j}"),),
+                        blocks=(i * n + j,),
+                        channel=k,
+                        chunk=c,
+                        step=0,
+                        op="copy",
+                    )
     return n * n, 1
 
 

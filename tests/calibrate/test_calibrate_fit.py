@@ -37,9 +37,15 @@ GB = 1e9
 
 # --- a small hand-built fabric: two switches of two GPUs, joined by an uplink with a duplex budget -------
 
+
 def tiny():
-    links = [*cable("g0", "sA", 30 * GB), *cable("g1", "sA", 30 * GB), *cable("g2", "sB", 30 * GB),
-             *cable("g3", "sB", 30 * GB), *cable("sA", "sB", 20 * GB)]
+    links = [
+        *cable("g0", "sA", 30 * GB),
+        *cable("g1", "sA", 30 * GB),
+        *cable("g2", "sB", 30 * GB),
+        *cable("g3", "sB", 30 * GB),
+        *cable("sA", "sB", 20 * GB),
+    ]
     kind = {"g0": "gpu", "g1": "gpu", "g2": "gpu", "g3": "gpu", "sA": "switch", "sB": "switch"}
     topo = Topology("tiny", links, kind, shared=[SharedResource("duplex", 32 * GB, ("sA->sB", "sB->sA"))])
     classify = lambda t, lid: "uplink" if {t.link[lid].src, t.link[lid].dst} == {"sA", "sB"} else "pcie"
@@ -49,13 +55,18 @@ def tiny():
 def random_truth(spec, topo, seed):
     rng = np.random.default_rng(seed)
     v = initial_values(spec, topo)
-    v["link_classes"]["pcie"] = {"bandwidth": rng.uniform(20, 30) * GB, "latency": rng.uniform(0.1, 0.5) * 1e-6}
+    v["link_classes"]["pcie"] = {
+        "bandwidth": rng.uniform(20, 30) * GB,
+        "latency": rng.uniform(0.1, 0.5) * 1e-6,
+    }
     up = rng.uniform(12, 18) * GB
     v["link_classes"]["uplink"] = {"bandwidth": up, "latency": rng.uniform(0.2, 1.0) * 1e-6}
     v["shared"]["duplex"] = rng.uniform(1.2, 1.8) * up  # binds only when both directions are busy
     v["regimes"]["LL"].update(overhead=rng.uniform(1, 3) * 1e-6, up_to=rng.uniform(8e3, 3e4))
     v["regimes"]["Simple"].update(overhead=rng.uniform(5, 10) * 1e-6, efficiency=rng.uniform(0.85, 0.97))
-    v.update(width=rng.uniform(0.3, 0.8), launch=rng.uniform(2, 6) * 1e-6, copy_overhead=rng.uniform(1, 2) * 1e-6)
+    v.update(
+        width=rng.uniform(0.3, 0.8), launch=rng.uniform(2, 6) * 1e-6, copy_overhead=rng.uniform(1, 2) * 1e-6
+    )
     return v
 
 
@@ -67,10 +78,15 @@ FREEZE = {"log_latency": [0], "log_inefficiency": [0]}
 
 def experiments(spec, topo):
     ones = np.ones((4, 4))
-    return [collective_experiment(spec, topo, "all_reduce", topo.gpus(), SIZES, np.ones_like(SIZES), name="ar4"),
-            collective_experiment(spec, topo, "all_reduce", topo.gpus()[:2], SIZES, np.ones_like(SIZES), name="ar2"),
-            p2p_experiment(spec, topo, "unidirectional", ones), p2p_experiment(spec, topo, "bidirectional", ones),
-            p2p_experiment(spec, topo, "latency", ones)]
+    return [
+        collective_experiment(spec, topo, "all_reduce", topo.gpus(), SIZES, np.ones_like(SIZES), name="ar4"),
+        collective_experiment(
+            spec, topo, "all_reduce", topo.gpus()[:2], SIZES, np.ones_like(SIZES), name="ar2"
+        ),
+        p2p_experiment(spec, topo, "unidirectional", ones),
+        p2p_experiment(spec, topo, "bidirectional", ones),
+        p2p_experiment(spec, topo, "latency", ones),
+    ]
 
 
 def closed_form(v):
@@ -102,7 +118,9 @@ def test_parameter_recovery_and_closed_forms():
     ar2, uni, bidir, lat = closed_form(v)
     np.testing.assert_allclose(simulated[1], ar2, rtol=1e-9)
     cell = exps[2].labels.index("0->2")
-    np.testing.assert_allclose([simulated[2][cell], simulated[3][cell], simulated[4][cell]], [uni, bidir, lat], rtol=1e-9)
+    np.testing.assert_allclose(
+        [simulated[2][cell], simulated[3][cell], simulated[4][cell]], [uni, bidir, lat], rtol=1e-9
+    )
     assert simulated[3][cell] > uni * 1.05  # the duplex budget binds when both directions run
 
     measured = [dataclasses.replace(e, measured=t) for e, t in zip(exps, simulated, strict=True)]
@@ -114,8 +132,15 @@ def test_parameter_recovery_and_closed_forms():
     free = free[relevant[free]]  # the staged-copy overhead does not enter this fabric
     start = np.asarray(flat).copy()
     start[free] += 0.2 * np.random.default_rng(2).standard_normal(free.size)  # ~20 % off every parameter
-    res = fit(unravel(jnp.asarray(start)), measured, steps=1500, learning_rate=0.05, freeze=FREEZE,
-              target=1e-16, progress=None)
+    res = fit(
+        unravel(jnp.asarray(start)),
+        measured,
+        steps=1500,
+        learning_rate=0.05,
+        freeze=FREEZE,
+        target=1e-16,
+        progress=None,
+    )
     got = np.asarray(ravel_pytree(res.params)[0])
     assert res.loss < 1e-12
     np.testing.assert_allclose(got[free], np.asarray(flat)[free], atol=1e-3)  # logs: 1e-3 relative
@@ -181,12 +206,16 @@ def test_experiments_from_real_traces():
     on = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))
     direct = [e for e in experiments_from_trace(on, spec, topo, staged=staged) if "P2P on" in e.name]
     assert len(direct) == 3 and all(np.all(np.asarray(e.staged) == 0) for e in direct)
-    assert len(experiments_from_trace(on, spec, topo)) == 3  # without a staged topology P2P=Disabled is skipped
+    assert (
+        len(experiments_from_trace(on, spec, topo)) == 3
+    )  # without a staged topology P2P=Disabled is skipped
     m05 = read_trace(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt"))
     a40 = preset("a40-8x-nv4")
     notes = []
     colls = experiments_from_trace(m05, Spec.for_topology(a40), a40, kinds=("collective",), notes=notes)
-    assert [e.n_ranks for e in colls] == [2]  # the P2P-off runs need a P2P-off topology; the DGX run is refused
+    assert [e.n_ranks for e in colls] == [
+        2
+    ]  # the P2P-off runs need a P2P-off topology; the DGX run is refused
     assert any("NCCL_P2P" not in n and "P2P off, but no P2P-off topology" in n for n in notes)
     from netsim.calibrate import ranks_of
 
@@ -198,7 +227,9 @@ def test_presets_load_and_cite_their_traces():
     assert topo.name == "rtx4090-8x-epyc7542" and len(params.log_shared) == len(spec.shared)
     values = params.to_values(spec)
     ref = presets.PRESETS["rtx4090-8x-epyc7542"]
-    assert values["link_classes"]["pcie"]["bandwidth"] == pytest.approx(ref["link_classes"]["pcie"]["bandwidth"])
+    assert values["link_classes"]["pcie"]["bandwidth"] == pytest.approx(
+        ref["link_classes"]["pcie"]["bandwidth"]
+    )
     assert all(trace_path(s).is_file() for s in ref["sources"]) and json.dumps(ref)
     with pytest.raises(ScenarioError, match="'nope' is neither a preset"):
         presets.load("nope")
@@ -206,13 +237,19 @@ def test_presets_load_and_cite_their_traces():
 
 # --- the real machine ---------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_m01_allreduce_fit_beats_alpha_beta(tmp_path):
     """m01 (8 x RTX 4090): busbw over 8 B .. 128 MiB within 5 % mean / 15 % max after the fit, where the
     plain alpha-beta fit is off by ~16 % mean / ~70 % max at mid sizes."""
-    topo, staged = preset("rtx4090-8x-epyc7542", shared=True), preset("rtx4090-8x-epyc7542", shared=True, p2p=False)
-    traces = [read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt")),
-              read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))]
+    topo, staged = (
+        preset("rtx4090-8x-epyc7542", shared=True),
+        preset("rtx4090-8x-epyc7542", shared=True, p2p=False),
+    )
+    traces = [
+        read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt")),
+        read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt")),
+    ]
     cal = calibrate(traces, topo, staged=staged, steps=400, learning_rate=0.02, patience=40, progress=None)
     (ar,) = [e for e in cal.report.experiments if e.quantity == "busbw"]
     assert ar.labels[0] == 8 and ar.labels[-1] == 2**27

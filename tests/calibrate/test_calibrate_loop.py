@@ -43,15 +43,16 @@ def test_predict_output_and_json_schema(predicted):
     assert table["points"][0]["bytes"] == 8 and table["points"][-1]["bytes"] == 2**27
     lines = text.splitlines()
     header = next(i for i, x in enumerate(lines) if x.startswith("== "))
-    rows = lines[header + 2: header + 27]
+    rows = lines[header + 2 : header + 27]
     assert rows[0].split()[:2] == ["8", "B"] and rows[-1].split()[:2] == ["128", "MiB"]
     assert len({len(r) for r in rows}) == 1  # aligned columns
     measured = np.array([p["measured_s"] for p in table["points"]])
     simulated = np.array([p["simulated_s"] for p in table["points"]])
     err = np.abs(measured / simulated - 1)  # busbw error = time ratio
     assert f"mean |error| {err.mean():.2%}, max {err.max():.2%}" in text
-    assert err.mean() == pytest.approx(CALIBRATED["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]["mean_error"],
-                                       abs=2e-3)
+    assert err.mean() == pytest.approx(
+        CALIBRATED["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]["mean_error"], abs=2e-3
+    )
 
 
 @pytest.mark.parametrize("point", [0, 13, 24])  # LL, the hand-over, Simple
@@ -73,8 +74,11 @@ def test_tables_of_another_machine_are_refused():
     a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
     notes = []
     exps = experiments_from_trace(M05, Spec.for_topology(a40), a40, staged=off, notes=notes)
-    assert [e.name.split(" ", 1)[1] for e in exps] == ["all_reduce x2", "all_reduce x4 P2P off",
-                                                       "all_reduce x2 P2P off"]
+    assert [e.name.split(" ", 1)[1] for e in exps] == [
+        "all_reduce x2",
+        "all_reduce x4 P2P off",
+        "all_reduce x2 P2P off",
+    ]
     (refused,) = [n for n in notes if n.startswith("refused")]
     assert ":52 (DGX A100" in refused and "measured on A100" in refused and "'a40-8x-nv4' has A40" in refused
     rtx = load("rtx4090-8x-epyc7542")
@@ -86,8 +90,16 @@ def test_tables_of_another_machine_are_refused():
 
 
 def test_calibrate_refuses_the_dgx_table(tmp_path, capsys):
-    rc = main(["calibrate", str(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt")), "--topology",
-               "rtx4090-8x-epyc7542", "--out", str(tmp_path / "p.json")])
+    rc = main(
+        [
+            "calibrate",
+            str(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt")),
+            "--topology",
+            "rtx4090-8x-epyc7542",
+            "--out",
+            str(tmp_path / "p.json"),
+        ]
+    )
     assert rc == 2 and not (tmp_path / "p.json").exists()
     err = capsys.readouterr().err
     assert "no table" in err and "measured on A100, but topology 'rtx4090-8x-epyc7542' has RTX 4090" in err
@@ -110,7 +122,10 @@ def test_nccl_p2p_disable_and_visible_devices_are_honoured():
 def test_calibrate_file_predict_loop(tmp_path, capsys):
     """calibrate (few steps) -> m01.json -> topology.load -> allreduce scenario == netsim predict (~25 s)."""
     out, pred = tmp_path / "m01.json", tmp_path / "pred.json"
-    assert main(["calibrate", M01_AR, "--topology", "rtx4090-8x-epyc7542", "--steps", "2", "--out", str(out)]) == 0
+    assert (
+        main(["calibrate", M01_AR, "--topology", "rtx4090-8x-epyc7542", "--steps", "2", "--out", str(out)])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "compiling (first step takes ~20 s)" in err and "step limit (2) with the loss still falling" in err
     assert main(["predict", M01_AR, "--params", str(out), "--json", str(pred)]) == 0

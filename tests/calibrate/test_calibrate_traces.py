@@ -35,8 +35,12 @@ def test_m01_allreduce():
     assert (table.n_gpus, table.groups) == (8, ("out-of-place", "in-place"))
     assert table.size.shape == (25,) and table.time.shape == (25, 2)
     np.testing.assert_array_equal(table.size, 8 * 2 ** np.arange(25))
-    assert table.count[0] == 2 and table.dtype[0] == "float" and table.redop[-1] == "sum" and table.root[3] == -1
-    row = int(np.flatnonzero(table.size == 1048576)[0])  # "1048576 262144 float sum -1 216.1 4.85 8.49 0 217.2 ..."
+    assert (
+        table.count[0] == 2 and table.dtype[0] == "float" and table.redop[-1] == "sum" and table.root[3] == -1
+    )
+    row = int(
+        np.flatnonzero(table.size == 1048576)[0]
+    )  # "1048576 262144 float sum -1 216.1 4.85 8.49 0 217.2 ..."
     np.testing.assert_allclose(table.time[row], [216.1 * US, 217.2 * US])
     np.testing.assert_allclose(table.column("algbw")[row], 4.85 * GB)
     np.testing.assert_allclose(table.column("busbw", "in-place")[row], 8.45 * GB)
@@ -102,13 +106,17 @@ def test_m05_four_tables_with_their_commands():
     assert "NVLink pair" in tables[0].title and "DGX A100" in tables[3].title
     np.testing.assert_allclose(tables[0].time[0, 0], 22661 * US)
     np.testing.assert_allclose(tables[3].time[2], [27672 * US, 39252 * US])
-    np.testing.assert_allclose([t.avg_busbw for t in tables], np.array([47.4509, 1.40216, 3.85845, 222.066]) * GB)
+    np.testing.assert_allclose(
+        [t.avg_busbw for t in tables], np.array([47.4509, 1.40216, 3.85845, 222.066]) * GB
+    )
 
 
 def test_m08_tabs_topo_and_matrices():
     t = trace("m08_4xA100PCIe_nvlinkpairs_p2p.txt")
     assert [type(x).__name__ for x in t.tables[:2]] == ["TopoTable", "P2PMatrix"]
-    np.testing.assert_array_equal(t.matrix("connectivity").values, [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]])
+    np.testing.assert_array_equal(
+        t.matrix("connectivity").values, [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
+    )
     uni = t.matrix("unidirectional", p2p=True).values
     np.testing.assert_allclose([uni[0, 0], uni[0, 1], uni[3, 2]], np.array([1502.40, 275.07, 274.11]) * GB)
     np.testing.assert_allclose(t.matrix("bidirectional", p2p=True).values[2, 3], 517.45 * GB)
@@ -118,8 +126,13 @@ def test_m08_tabs_topo_and_matrices():
 def test_m09_partial_test_output():
     t = trace("m09_8xTITANRTX_lambda_p2p.txt")
     kinds = [(m.kind, m.p2p, m.clock) for m in t.matrices()]
-    assert kinds == [("connectivity", None, ""), ("unidirectional", False, ""), ("unidirectional", True, ""),
-                     ("bidirectional", False, ""), ("latency", False, "gpu")]
+    assert kinds == [
+        ("connectivity", None, ""),
+        ("unidirectional", False, ""),
+        ("unidirectional", True, ""),
+        ("bidirectional", False, ""),
+        ("latency", False, "gpu"),
+    ]
     np.testing.assert_allclose(t.matrix("unidirectional", p2p=False).values[0, 1], 9.93 * GB)
     np.testing.assert_allclose(t.matrix("latency").values[0, 1], 25.52 * US)
 
@@ -174,6 +187,7 @@ def test_mpi_tagged_lines_and_crlf(tmp_path):
 
 # --- malformed input ------------------------------------------------------------------------------
 
+
 def _edit(tmp_path, name, old, new, count=1):
     text = trace_path(name).read_text()
     assert old in text
@@ -188,20 +202,45 @@ P2P_ON = "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"
 ROW = "     1048576        262144     float     sum      -1    216.1    4.85    8.49      0    217.2    4.83    8.45      0"
 
 
-@pytest.mark.parametrize(("name", "old", "new", "message"), [
-    (ALLREDUCE, ROW, ROW[:60], "row has 6 columns"),  # cut inside a number: "216."
-    (ALLREDUCE, ROW, ROW.replace("216.1", "21x.1"), "time \\(out-of-place\\): cannot read '21x.1'"),
-    (ALLREDUCE, ROW, ROW + "   7", "row has 14 columns"),
-    (ALLREDUCE, ROW, ROW.replace("262144", "262144.5"), "count: cannot read"),
-    (P2P_ON, "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70  22.45 \n", "", "expected matrix row 3"),
-    (P2P_ON, "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70  22.45 ",
-     "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70", "row 3 has 7 values"),
-    (P2P_ON, "   4   1.69   1.69   1.69   1.64", "   4   1.69   1.69   -   1.64", "column 2: cannot read '-'"),
-    ("m01_8x4090_2xEPYC7542_topo.txt", "GPU5    SYS     SYS     SYS     SYS     SYS      X      SYS     SYS",
-     "GPU5    SYS     SYS     SYS     SYS     SYS      X      FOO     SYS", "unknown link kind 'FOO'"),
-    (P2P_ON, "   D\\D     0      1      2      3      4      5      6      7 \n     0 912.13",
-     "   D\\D     0      1      2      3      4      5      7 \n     0 912.13", "expected a matrix header"),
-])
+@pytest.mark.parametrize(
+    ("name", "old", "new", "message"),
+    [
+        (ALLREDUCE, ROW, ROW[:60], "row has 6 columns"),  # cut inside a number: "216."
+        (ALLREDUCE, ROW, ROW.replace("216.1", "21x.1"), "time \\(out-of-place\\): cannot read '21x.1'"),
+        (ALLREDUCE, ROW, ROW + "   7", "row has 14 columns"),
+        (ALLREDUCE, ROW, ROW.replace("262144", "262144.5"), "count: cannot read"),
+        (
+            P2P_ON,
+            "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70  22.45 \n",
+            "",
+            "expected matrix row 3",
+        ),
+        (
+            P2P_ON,
+            "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70  22.45 ",
+            "     3  25.60  25.93  25.53 938.42  22.14  22.30  21.70",
+            "row 3 has 7 values",
+        ),
+        (
+            P2P_ON,
+            "   4   1.69   1.69   1.69   1.64",
+            "   4   1.69   1.69   -   1.64",
+            "column 2: cannot read '-'",
+        ),
+        (
+            "m01_8x4090_2xEPYC7542_topo.txt",
+            "GPU5    SYS     SYS     SYS     SYS     SYS      X      SYS     SYS",
+            "GPU5    SYS     SYS     SYS     SYS     SYS      X      FOO     SYS",
+            "unknown link kind 'FOO'",
+        ),
+        (
+            P2P_ON,
+            "   D\\D     0      1      2      3      4      5      6      7 \n     0 912.13",
+            "   D\\D     0      1      2      3      4      5      7 \n     0 912.13",
+            "expected a matrix header",
+        ),
+    ],
+)
 def test_malformed_raises_with_file_and_line(tmp_path, name, old, new, message):
     path, lineno = _edit(tmp_path, name, old, new)
     with pytest.raises(TraceError, match=f"^{re.escape(name)}:{lineno}: .*{message}"):
@@ -232,6 +271,7 @@ def test_header_without_rows_and_file_without_tables(tmp_path):
 
 # --- HDF5 -----------------------------------------------------------------------------------------
 
+
 def _assert_same(a, b):
     assert (a.source, a.header, a.machine) == (b.source, b.header, b.machine)
     assert len(a.tables) == len(b.tables)
@@ -256,7 +296,9 @@ def test_hdf5_round_trip_every_file(tmp_path):
 def test_hdf5_write_is_atomic(tmp_path):
     good = read_trace(trace_path(ALLREDUCE))
     save_trace(good, tmp_path / "t.h5")
-    broken = dataclasses.replace(good, tables=(*good.tables, dataclasses.replace(good.tables[0], title=object())))
+    broken = dataclasses.replace(
+        good, tables=(*good.tables, dataclasses.replace(good.tables[0], title=object()))
+    )
     with pytest.raises(TypeError):
         save_trace(broken, tmp_path / "t.h5")
     _assert_same(good, load_trace(tmp_path / "t.h5"))  # the old file survives a failed write
@@ -276,6 +318,7 @@ def test_load_rejects_other_hdf5(tmp_path):
 
 # --- readers that never misread -------------------------------------------------------------------
 
+
 def _write(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text)
@@ -294,13 +337,23 @@ def test_indented_header_is_a_header(tmp_path):
     assert first.avg_busbw == pytest.approx(0.001 * GB) and first.groups == ("out-of-place", "in-place")
 
 
-@pytest.mark.parametrize(("old", "new", "message"), [
-    # a matrix under a title the reader does not know was skipped whole
-    ("Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)", "Unidirectional P2P Bandwith Matrix",
-     "matrix header with no known title above it \\(got 'Unidirectional P2P Bandwith Matrix'\\)"),
-    # fewer rows than columns, then a blank line and the next matrix
-    ("     7  20.53  20.14  20.12  20.51  18.17  19.11  18.74 923.46 \n", "\n", "matrix ends after 7 of 8 rows"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        # a matrix under a title the reader does not know was skipped whole
+        (
+            "Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)",
+            "Unidirectional P2P Bandwith Matrix",
+            "matrix header with no known title above it \\(got 'Unidirectional P2P Bandwith Matrix'\\)",
+        ),
+        # fewer rows than columns, then a blank line and the next matrix
+        (
+            "     7  20.53  20.14  20.12  20.51  18.17  19.11  18.74 923.46 \n",
+            "\n",
+            "matrix ends after 7 of 8 rows",
+        ),
+    ],
+)
 def test_truncated_or_untitled_p2p_matrix(tmp_path, old, new, message):
     text = trace_path(P2P_ON).read_text()
     assert old in text
@@ -316,12 +369,18 @@ def test_blank_lines_inside_a_table_are_read_through(tmp_path):
     assert table.size.shape == (25,) and table.size[-1] == 134217728 and not table.problems
 
 
-@pytest.mark.parametrize(("new", "message"), [
-    (ROW + "\nWARNING: GPU 3 throttled", "stray line inside an nccl-tests table \\(rows follow on line \\d+\\): "
-     "'WARNING: GPU 3 throttled'"),
-    (ROW.replace("     1048576", "   1,048,576"), "size '1,048,576' \\(thousands separators\\)"),
-    (ROW.replace("     1048576", "   1048576.0"), "size '1048576.0' \\(not an integer\\)"),
-])
+@pytest.mark.parametrize(
+    ("new", "message"),
+    [
+        (
+            ROW + "\nWARNING: GPU 3 throttled",
+            "stray line inside an nccl-tests table \\(rows follow on line \\d+\\): "
+            "'WARNING: GPU 3 throttled'",
+        ),
+        (ROW.replace("     1048576", "   1,048,576"), "size '1,048,576' \\(thousands separators\\)"),
+        (ROW.replace("     1048576", "   1048576.0"), "size '1048576.0' \\(not an integer\\)"),
+    ],
+)
 def test_garbage_rows_raise(tmp_path, new, message):
     text = trace_path(ALLREDUCE).read_text()
     lineno = text[: text.index(ROW)].count("\n") + 1 + (1 if new.startswith(ROW + "\n") else 0)
@@ -335,13 +394,19 @@ def test_bad_values_are_kept_marked_and_counted(tmp_path):
     line each (file:line, group, why); nothing is dropped silently."""
     text = trace_path(ALLREDUCE).read_text()
     lines = text.splitlines()
-    first = lines.index(next(x for x in lines if x.strip().startswith("8 ")))  # 0-based index of the size-8 row
-    edits = {0: ("38.82", "-1.00"),  # negative time (out-of-place)
-             1: ("38.12", "0.00"),  # zero time (in-place)
-             2: ("0.00      0", "0.00      3")}  # #wrong = 3 (out-of-place)
+    first = lines.index(
+        next(x for x in lines if x.strip().startswith("8 "))
+    )  # 0-based index of the size-8 row
+    edits = {
+        0: ("38.82", "-1.00"),  # negative time (out-of-place)
+        1: ("38.12", "0.00"),  # zero time (in-place)
+        2: ("0.00      0", "0.00      3"),
+    }  # #wrong = 3 (out-of-place)
     for k, (old, new) in edits.items():
         lines[first + k] = lines[first + k].replace(old, new, 1)
-    lines[first + 3] = re.sub(r"(\s)(\S+)(\s+\S+\s+\S+\s+\S+\s*)$", r"\1inf\3", lines[first + 3])  # in-place time
+    lines[first + 3] = re.sub(
+        r"(\s)(\S+)(\s+\S+\s+\S+\s+\S+\s*)$", r"\1inf\3", lines[first + 3]
+    )  # in-place time
     lines.insert(first + 5, lines[first + 4])  # size 128 printed twice
     (table,) = read_trace(_write(tmp_path, "bad.txt", "\n".join(lines) + "\n")).nccl()
     assert table.size.shape == (26,)
@@ -412,15 +477,19 @@ def test_command_line_environment_and_sections():
 
 
 def test_exports_and_continued_command_lines(tmp_path):
-    text = ("export NCCL_SHM_DISABLE=1\n"
-            "NCCL_P2P_DISABLE=1 echo not this one\n"  # a prefix lasts for its own command only
-            "mpirun -np 2 -x NCCL_P2P_DISABLE=0 \\\n"
-            "    -x HIP_VISIBLE_DEVICES=2,3 ./build/all_reduce_perf -g 1\n" + OLD_NCCL_TESTS)
+    text = (
+        "export NCCL_SHM_DISABLE=1\n"
+        "NCCL_P2P_DISABLE=1 echo not this one\n"  # a prefix lasts for its own command only
+        "mpirun -np 2 -x NCCL_P2P_DISABLE=0 \\\n"
+        "    -x HIP_VISIBLE_DEVICES=2,3 ./build/all_reduce_perf -g 1\n" + OLD_NCCL_TESTS
+    )
     (table,) = read_trace(_write(tmp_path, "a.txt", text)).nccl()
     assert table.env == {"NCCL_SHM_DISABLE": "1", "NCCL_P2P_DISABLE": "0", "HIP_VISIBLE_DEVICES": "2,3"}
     assert (table.p2p, table.shm, table.visible_devices) == (True, False, (2, 3))
     bad = _write(tmp_path, "b.txt", "CUDA_VISIBLE_DEVICES=GPU-5d3e ./all_reduce_perf\n" + OLD_NCCL_TESTS)
-    with pytest.raises(TraceError, match=r"^b\.txt:1: CUDA_VISIBLE_DEVICES='GPU-5d3e' is not a list of device"):
+    with pytest.raises(
+        TraceError, match=r"^b\.txt:1: CUDA_VISIBLE_DEVICES='GPU-5d3e' is not a list of device"
+    ):
         read_trace(bad)
 
 
@@ -505,16 +574,36 @@ def test_rocm_smi_shownodesbw(tmp_path):
         read_trace(path)
 
 
-@pytest.mark.parametrize(("text", "line", "message"), [
-    # without its banner, a rocm-smi matrix is named for what it is, not misread as nvidia-smi topo -m
-    ("\n".join(ROCM_SHOWTOPO.splitlines()[2:7]), 1, "'GPU0 GPU1 ...' matrix that is not `nvidia-smi topo -m` "
-     "\\(GPU0 -> GPU0 is '0', not 'X'\\)"),
-    ("\n".join(ROCM_SHOWTOPO.splitlines()[:5]), 5, "rocm-smi 'Weight between two GPUs' matrix ends after 2 of 4"),
-    (ROCM_SHOWTOPO.replace("GPU2   3            3            0            3",
-                           "GPU2   3            3            0"), 13, "row GPU2 has 3 cells, the header has 4"),
-    (ROCM_SHOWTOPO.replace("GPU[3]\t\t: (Topology) Numa Node: 1", "GPU[3]\t\t: (Topology) Numa Node: ?"), 30,
-     "cannot read 'GPU\\[3\\]"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        # without its banner, a rocm-smi matrix is named for what it is, not misread as nvidia-smi topo -m
+        (
+            "\n".join(ROCM_SHOWTOPO.splitlines()[2:7]),
+            1,
+            "'GPU0 GPU1 ...' matrix that is not `nvidia-smi topo -m` \\(GPU0 -> GPU0 is '0', not 'X'\\)",
+        ),
+        (
+            "\n".join(ROCM_SHOWTOPO.splitlines()[:5]),
+            5,
+            "rocm-smi 'Weight between two GPUs' matrix ends after 2 of 4",
+        ),
+        (
+            ROCM_SHOWTOPO.replace(
+                "GPU2   3            3            0            3", "GPU2   3            3            0"
+            ),
+            13,
+            "row GPU2 has 3 cells, the header has 4",
+        ),
+        (
+            ROCM_SHOWTOPO.replace(
+                "GPU[3]\t\t: (Topology) Numa Node: 1", "GPU[3]\t\t: (Topology) Numa Node: ?"
+            ),
+            30,
+            "cannot read 'GPU\\[3\\]",
+        ),
+    ],
+)
 def test_rocm_smi_errors(tmp_path, text, line, message):
     with pytest.raises(TraceError, match=f"^r\\.txt:{line}: .*{message}"):
         read_trace(_write(tmp_path, "r.txt", text + "\n"))

@@ -21,8 +21,15 @@ SHAPE = netsim.Shape(items=8, hops=16, after=2, resources=64)  # one compile for
 
 @pytest.fixture(scope="module")
 def topo():
-    return netsim.topology.pcie_server(4, sockets=2, nvlink_pairs=1, pcie_bandwidth=PCIE, socket_bandwidth=SOCKET,
-                                       memory_bandwidth=MEMORY, nvlink_bandwidth=NVLINK)
+    return netsim.topology.pcie_server(
+        4,
+        sockets=2,
+        nvlink_pairs=1,
+        pcie_bandwidth=PCIE,
+        socket_bandwidth=SOCKET,
+        memory_bandwidth=MEMORY,
+        nvlink_bandwidth=NVLINK,
+    )
 
 
 def makespans(*scenarios) -> np.ndarray:
@@ -42,7 +49,9 @@ def test_shm_ring_step_routes(topo):
         assert f"cpu{mem[3:]}->{mem}" in flow.route and f"{mem}->cpu{mem[3:]}" in flow.route
         crosses_socket = {"cpu0->cpu1", "cpu1->cpu0"} & set(flow.route)
         assert bool(crosses_socket) == (topo.gpus().index(flow.src) // 2 != topo.gpus().index(flow.dst) // 2)
-        assert not any(topo.kind[topo.link[x].src] == "gpu" == topo.kind[topo.link[x].dst] for x in flow.route)
+        assert not any(
+            topo.kind[topo.link[x].src] == "gpu" == topo.kind[topo.link[x].dst] for x in flow.route
+        )
         assert f"{mem} dram" in hops and not any(h.endswith("staging") for h in hops)
     assert T.home_memory(topo, "gpu2") == "mem1" and T.home_memory(topo, "gpu0") == "mem0"
 
@@ -54,9 +63,11 @@ def test_shm_transfer_is_pipelined(topo):
     gpu0 -> gpu1 with plenty of DRAM: PCIe 10 binds (NUMA node 0 has both GPUs).
     """
     one = lambda a, b: T.copies([(a, b)], B)
-    got = makespans(T.shm_scenario(topo, one("gpu0", "gpu2"), dram=12 * GB),
-                    T.shm_scenario(topo, one("gpu0", "gpu2")),
-                    T.shm_scenario(topo, one("gpu0", "gpu1")))
+    got = makespans(
+        T.shm_scenario(topo, one("gpu0", "gpu2"), dram=12 * GB),
+        T.shm_scenario(topo, one("gpu0", "gpu2")),
+        T.shm_scenario(topo, one("gpu0", "gpu1")),
+    )
     np.testing.assert_allclose(got, [B / (6 * GB), B / SOCKET, B / PCIE], rtol=1e-9)
 
 
@@ -81,8 +92,10 @@ def test_nvlink_pairs_with_p2p_off_take_the_host_route(topo):
     for scenario in (T.staged_scenario(topo, work, staging=GB), T.shm_scenario(topo, work)):
         assert all(nvlink.isdisjoint(f.route) for f in scenario.flows)
     # P2P over the bridge: 50 GB/s; with P2P off the host route's PCIe (10) binds
-    got = makespans(T.p2p_scenario(topo, T.copies([("gpu0", "gpu1")], B)),
-                    T.shm_scenario(topo, T.copies([("gpu0", "gpu1")], B)))
+    got = makespans(
+        T.p2p_scenario(topo, T.copies([("gpu0", "gpu1")], B)),
+        T.shm_scenario(topo, T.copies([("gpu0", "gpu1")], B)),
+    )
     np.testing.assert_allclose(got, [B / NVLINK, B / PCIE], rtol=1e-9)
 
 
@@ -117,8 +130,11 @@ def test_errors_name_the_value(topo):
         T.host_route(topo, "gpu0", "gpu2", "gpu1")
     with pytest.raises(netsim.ScenarioError, match="no pairs"):
         T.copies([], B)
-    bare = dataclasses.replace(topo, links=tuple(x for x in topo.links if "mem" not in x.id),
-                               kind={k: v for k, v in topo.kind.items() if v != "mem"})
+    bare = dataclasses.replace(
+        topo,
+        links=tuple(x for x in topo.links if "mem" not in x.id),
+        kind={k: v for k, v in topo.kind.items() if v != "mem"},
+    )
     with pytest.raises(netsim.ScenarioError, match="no memory links"):
         T.staging_engines(bare, GB)
     with pytest.raises(netsim.ScenarioError, match="bandwidth must be > 0"):

@@ -56,11 +56,17 @@ def test_sweep_reuses_the_compile(monkeypatch):
     assert again.time[1] == pytest.approx(one.makespan, rel=1e-9)
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: collective_sweep(allreduce(names(3), 8e6), ring_fabric(3), []), "sizes"),
-    (lambda: collective_sweep(allreduce(names(3), 0.0), ring_fabric(3), [1.0]), "positive size"),
-    (lambda: collective_sweep(allreduce(names(3), 8e6), ring_fabric(3), [1e6, "4 parsecs"]), r"sizes\[1\]"),
-])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: collective_sweep(allreduce(names(3), 8e6), ring_fabric(3), []), "sizes"),
+        (lambda: collective_sweep(allreduce(names(3), 0.0), ring_fabric(3), [1.0]), "positive size"),
+        (
+            lambda: collective_sweep(allreduce(names(3), 8e6), ring_fabric(3), [1e6, "4 parsecs"]),
+            r"sizes\[1\]",
+        ),
+    ],
+)
 def test_bad_arguments_name_the_field(call, match):
     with pytest.raises(netsim.ScenarioError, match=match):
         call()

@@ -139,9 +139,7 @@ def test_contention_policy_shortens_jobs_on_a_fragmented_cluster():
         Job("l", 0.0, 3, 3, compute=0.05, pattern="allreduce", comm_bytes=1e6),
         Job("j", 0.0, 2, 6, compute=0.02, pattern="allreduce", comm_bytes=2e8),
     ]
-    got = {
-        p: run_jobs(topo, jobs, gpus=gpus, policy=p, shape=PAD) for p in ("topology", "contention")
-    }
+    got = {p: run_jobs(topo, jobs, gpus=gpus, policy=p, shape=PAD) for p in ("topology", "contention")}
     j = {p: s.runs[3] for p, s in got.items()}
     assert j["topology"].gpus == ("n1/gpu3", "n2/gpu3")
     assert j["contention"].gpus == ("n2/gpu3", "n3/gpu3")

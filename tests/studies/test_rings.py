@@ -32,8 +32,9 @@ def alternating_server() -> Topology:
     parent = {f"sw{s}": f"rc{s}" for s in range(4)}
     for g in range(8):
         parent[f"gpu{g}"] = f"sw{g % 2 + 2 * (g // 4)}"
-    plan = ServerPlan(sockets=2, numa=2, host_bridges=bridges, parent=parent,
-                      devices={f"gpu{g}": "gpu" for g in range(8)})
+    plan = ServerPlan(
+        sockets=2, numa=2, host_bridges=bridges, parent=parent, devices={f"gpu{g}": "gpu" for g in range(8)}
+    )
     return build_server(plan, pcie_bandwidth=PCIE, socket_bandwidth=SOCKET, name="alternating")
 
 
@@ -98,7 +99,9 @@ def test_search_stages_slow_peer_hops_through_memory():
     sock = [x.id for x in topo.links if x.id.startswith("sock")]
     # the two socket crossings are staged through a memory node; the other hops stay direct
     assert crossings(best, sock) == 2
-    assert all((via is not None) == bool(set(hop) & set(sock)) for via, hop in zip(best.vias, best.hops, strict=True))
+    assert all(
+        (via is not None) == bool(set(hop) & set(sock)) for via, hop in zip(best.vias, best.hops, strict=True)
+    )
     assert {v for v in best.vias if v} <= {"mem0", "mem1"}
     assert best.busbw == pytest.approx(20 * GB, rel=1e-9)  # the socket link, one staged hop per direction
     assert direct.best[0].busbw == pytest.approx(6 * GB, rel=1e-9)  # the P2P links at best
@@ -157,9 +160,16 @@ def test_crossings_match_whole_link_ids(alternating):
         crossings(best, [3])
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"ranks": ["gpu0"]}, "ranks"), ({"size": 0.0}, "size"), ({"top": 0}, "top"),
-    ({"vias": ["nowhere"]}, "vias"), ({"step_overhead": "-1 us"}, "step_overhead")])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"ranks": ["gpu0"]}, "ranks"),
+        ({"size": 0.0}, "size"),
+        ({"top": 0}, "top"),
+        ({"vias": ["nowhere"]}, "vias"),
+        ({"step_overhead": "-1 us"}, "step_overhead"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(netsim.ScenarioError, match=match):
         search_rings(preset("pcie-4gpu-switch"), **kwargs)

@@ -22,10 +22,17 @@ def one_link() -> Scenario:
 
 def diamond() -> Scenario:
     """a -> b -> d (fast, short) and a -> c -> d (slow, long); flows contend on both branches."""
-    links = [Link("ab", "a", "b", 4e9, 1e-6), Link("bd", "b", "d", 2e9, 1e-6),
-             Link("ac", "a", "c", 1e9, 3e-6), Link("cd", "c", "d", 3e9, 3e-6)]
-    flows = [Flow("f1", "a", "d", 4e6), Flow("f2", "b", "d", 2e6, start=5e-4),
-             Flow("f3", "c", "d", 3e6, after=("f2",))]
+    links = [
+        Link("ab", "a", "b", 4e9, 1e-6),
+        Link("bd", "b", "d", 2e9, 1e-6),
+        Link("ac", "a", "c", 1e9, 3e-6),
+        Link("cd", "c", "d", 3e9, 3e-6),
+    ]
+    flows = [
+        Flow("f1", "a", "d", 4e6),
+        Flow("f2", "b", "d", 2e6, start=5e-4),
+        Flow("f3", "c", "d", 3e6, after=("f2",)),
+    ]
     return Scenario(links, flows, name="diamond")
 
 
@@ -35,12 +42,17 @@ def move_f3(scenario: Scenario, src: str) -> Scenario:
     return dataclasses.replace(scenario, flows=flows)
 
 
-def modified(scenario: Scenario, *, bw: dict | None = None, lat: dict | None = None,
-             size: dict | None = None) -> Scenario:
+def modified(
+    scenario: Scenario, *, bw: dict | None = None, lat: dict | None = None, size: dict | None = None
+) -> Scenario:
     """The scenario with link bandwidths/latencies and flow bytes multiplied per id (the reference)."""
     bw, lat, size = bw or {}, lat or {}, size or {}
-    links = [dataclasses.replace(x, bandwidth=x.bandwidth * bw.get(x.id, 1.0), latency=x.latency * lat.get(x.id, 1.0))
-             for x in scenario.links]
+    links = [
+        dataclasses.replace(
+            x, bandwidth=x.bandwidth * bw.get(x.id, 1.0), latency=x.latency * lat.get(x.id, 1.0)
+        )
+        for x in scenario.links
+    ]
     flows = [dataclasses.replace(f, bytes=f.bytes * size.get(f.id, 1.0)) for f in scenario.flows]
     return dataclasses.replace(scenario, links=tuple(links), flows=tuple(flows))
 
@@ -53,22 +65,36 @@ def grid_sweep() -> Sweep:
 
     Tests run it in chunks of CHUNK points, so that they share one compile.
     """
-    return Sweep(diamond(), [LinkBandwidth("a_bw", match="a*", scale=[0.5, 1.0, 2.0]),
-                             LinkLatency("lat", scale=[1.0, 10.0]),
-                             MessageSize("f1_bytes", match="f1", scale=[0.25, 1.0, 2.0, 8.0])])
+    return Sweep(
+        diamond(),
+        [
+            LinkBandwidth("a_bw", match="a*", scale=[0.5, 1.0, 2.0]),
+            LinkLatency("lat", scale=[1.0, 10.0]),
+            MessageSize("f1_bytes", match="f1", scale=[0.25, 1.0, 2.0, 8.0]),
+        ],
+    )
 
 
 def scenario_sweep() -> Sweep:
     """18 points with scenario axes (program batched): placements x failed links x bandwidth."""
-    return Sweep(diamond(), [LinkBandwidth("bw", match="*", scale=[1.0, 3.0]),
-                             ScenarioAxis("f3_src", values=["c", "a", "b"], build=move_f3),
-                             FailedLinks("failed", sets=[[], ["ab"], ["bd"]])])
+    return Sweep(
+        diamond(),
+        [
+            LinkBandwidth("bw", match="*", scale=[1.0, 3.0]),
+            ScenarioAxis("f3_src", values=["c", "a", "b"], build=move_f3),
+            FailedLinks("failed", sets=[[], ["ab"], ["bd"]]),
+        ],
+    )
 
 
 def reference(sweep: Sweep, row: dict) -> netsim.Result:
     """netsim.simulate of one grid point of `grid_sweep`, built by hand from the axis values."""
-    sc = modified(sweep.scenario, bw={k: row["a_bw"] for k in ("ab", "ac")},
-                  lat={x.id: row["lat"] for x in sweep.scenario.links}, size={"f1": row["f1_bytes"]})
+    sc = modified(
+        sweep.scenario,
+        bw={k: row["a_bw"] for k in ("ab", "ac")},
+        lat={x.id: row["lat"] for x in sweep.scenario.links},
+        size={"f1": row["f1_bytes"]},
+    )
     return netsim.simulate(sc)
 
 
@@ -106,8 +132,11 @@ def distributed_worker(port: int, process_id: int, path: str) -> None:
 
 
 def columns(result) -> dict[str, np.ndarray]:
-    return {k: getattr(result, k) for k in ("status", "events", "makespan", "flow_finish", "link_bytes",
-                                            "link_utilization") if getattr(result, k) is not None}
+    return {
+        k: getattr(result, k)
+        for k in ("status", "events", "makespan", "flow_finish", "link_bytes", "link_utilization")
+        if getattr(result, k) is not None
+    }
 
 
 if __name__ == "__main__":

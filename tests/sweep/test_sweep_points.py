@@ -14,14 +14,22 @@ from netsim.sweep import FailedLinks, LinkBandwidth, LinkLatency, MessageSize, S
 
 def test_grid_closed_form_one_link():
     # one flow alone on one link: finish = latency + bytes / bandwidth, exactly
-    sweep = Sweep(one_link(), [LinkBandwidth("bw", value=[1e9, 2.5e9, 1e10]), LinkLatency("lat", value=[0, 2e-6, 1e-3]),
-                               MessageSize("bytes", scale=[1.0, 3.0])])
+    sweep = Sweep(
+        one_link(),
+        [
+            LinkBandwidth("bw", value=[1e9, 2.5e9, 1e10]),
+            LinkLatency("lat", value=[0, 2e-6, 1e-3]),
+            MessageSize("bytes", scale=[1.0, 3.0]),
+        ],
+    )
     result = sweep.run(progress=False)
     assert result.grid_shape == (3, 3, 2) and result.complete
     bw, lat, nbytes = np.meshgrid([1e9, 2.5e9, 1e10], [0, 2e-6, 1e-3], [1e6, 3e6], indexing="ij")
     np.testing.assert_allclose(result.grid("makespan"), lat + nbytes / bw, rtol=1e-14)
     # one flow on one link: it is busy exactly for its transfer, so utilization = transfer / makespan
-    np.testing.assert_allclose(result.grid("link_utilization")[..., 0], (nbytes / bw) / (lat + nbytes / bw), rtol=1e-12)
+    np.testing.assert_allclose(
+        result.grid("link_utilization")[..., 0], (nbytes / bw) / (lat + nbytes / bw), rtol=1e-12
+    )
     assert result.axis("bw").labels[0] == "1 GB/s"
 
 
@@ -61,8 +69,12 @@ def test_scenario_axes_reroute_and_report_unbuilt_points():
             healthy = netsim.simulate(base)
             assert result.grid("makespan")[i, j, 0] == pytest.approx(healthy.makespan, rel=1e-13)
             # ab failed: f1 (and f3 when placed at a) take a -> c -> d; the others keep their routes
-            rerouted = dataclasses.replace(base, flows=tuple(
-                dataclasses.replace(f, route=("ac", "cd")) if f.src == "a" else f for f in base.flows))
+            rerouted = dataclasses.replace(
+                base,
+                flows=tuple(
+                    dataclasses.replace(f, route=("ac", "cd")) if f.src == "a" else f for f in base.flows
+                ),
+            )
             ref = netsim.simulate(rerouted)
             np.testing.assert_allclose(result.grid("flow_finish")[i, j, 1], ref.flow_finish, rtol=1e-13)
             assert result.grid("link_bytes")[i, j, 1][result.link_ids.index("ab")] == 0.0
@@ -70,8 +82,10 @@ def test_scenario_axes_reroute_and_report_unbuilt_points():
 
 def test_random_samples_are_seeded_and_exact():
     base = diamond()
-    axes = [LinkBandwidth("bw", scale_range=(0.25, 4.0), log=True, independent=True),
-            MessageSize("f1_bytes", match="f1", value=[1e6, 8e6])]
+    axes = [
+        LinkBandwidth("bw", scale_range=(0.25, 4.0), log=True, independent=True),
+        MessageSize("f1_bytes", match="f1", value=[1e6, 8e6]),
+    ]
     a = Sweep(base, axes, samples=6, seed=3).run(progress=False)
     b = Sweep(base, axes, samples=6, seed=3).run(progress=False)
     c = Sweep(base, axes, samples=6, seed=4).run(progress=False)
@@ -83,18 +97,26 @@ def test_random_samples_are_seeded_and_exact():
     for p in range(6):
         scales = dict(zip(bw.ids, bw.value[p], strict=True))
         sc = modified(base, bw=scales)
-        sc = dataclasses.replace(sc, flows=tuple(dataclasses.replace(f, bytes=a.axis("f1_bytes").value[p])
-                                                 if f.id == "f1" else f for f in sc.flows))
+        sc = dataclasses.replace(
+            sc,
+            flows=tuple(
+                dataclasses.replace(f, bytes=a.axis("f1_bytes").value[p]) if f.id == "f1" else f
+                for f in sc.flows
+            ),
+        )
         assert a.makespan[p] == pytest.approx(netsim.simulate(sc).makespan, rel=1e-13)
 
 
-@pytest.mark.parametrize(("axis", "message"), [
-    (lambda: LinkBandwidth("bw", match="nope*", scale=[1.0]), "'nope*'"),
-    (lambda: LinkBandwidth("bw", scale=[0.0, 1.0]), "failed-links axis"),
-    (lambda: LinkBandwidth("bw", scale=[1.0], value=[1e9]), "exactly one of"),
-    (lambda: LinkLatency("lat", scale_range=(2.0, 1.0)), "low <= high"),
-    (lambda: FailedLinks("f", sets=["ab"]), "sets[0]"),
-])
+@pytest.mark.parametrize(
+    ("axis", "message"),
+    [
+        (lambda: LinkBandwidth("bw", match="nope*", scale=[1.0]), "'nope*'"),
+        (lambda: LinkBandwidth("bw", scale=[0.0, 1.0]), "failed-links axis"),
+        (lambda: LinkBandwidth("bw", scale=[1.0], value=[1e9]), "exactly one of"),
+        (lambda: LinkLatency("lat", scale_range=(2.0, 1.0)), "low <= high"),
+        (lambda: FailedLinks("f", sets=["ab"]), "sets[0]"),
+    ],
+)
 def test_bad_axes_name_the_field(axis, message):
     with pytest.raises(SweepError, match=message.replace("[", r"\[").replace("*", r"\*")):
         Sweep(diamond(), [axis()]).plan()

@@ -18,15 +18,25 @@ PRELUDE = "import jax; jax.config.update('jax_enable_x64', True); import sys, sw
 
 
 def _env(**extra):
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-            "JAX_PLATFORMS": "cpu", **extra}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "JAX_PLATFORMS": "cpu",
+        **extra,
+    }
 
 
 def test_four_local_devices_match_one(tmp_path):
     path = tmp_path / "four.h5"
     env = _env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
-    proc = subprocess.run([sys.executable, "-c", PRELUDE + "sweep_cases.sharded_run(sys.argv[1])", str(path)],
-                          env=env, capture_output=True, text=True, timeout=300, cwd=HERE)
+    proc = subprocess.run(
+        [sys.executable, "-c", PRELUDE + "sweep_cases.sharded_run(sys.argv[1])", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ran on 4 devices" in proc.stdout
     _assert_same(load(path), scenario_sweep().run(progress=False))
@@ -58,8 +68,17 @@ def _two_processes(path: Path, timeout: int = 300):
     code = PRELUDE + "sweep_cases.distributed_worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
     # cwd=HERE: `python -c` puts the working directory first on sys.path, and the repo root's netsim/
     # (without kernels/) would shadow the installed package
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(port), str(i), str(path)], env=_env(), cwd=HERE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(port), str(i), str(path)],
+            env=_env(),
+            cwd=HERE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     try:
         outs = [p.communicate(timeout=timeout) for p in procs]
     finally:

@@ -14,7 +14,7 @@ from netsim import _sweep_cli, plots
 from netsim.sweep import SweepError, load, sweep_from_dict
 from netsim.sweep._progress import Progress
 
-CALLBACK = '''
+CALLBACK = """
 import dataclasses
 def slower(scenario, factor):
     return dataclasses.replace(scenario, links=tuple(
@@ -23,16 +23,20 @@ def picky(scenario, factor):
     if factor > 2:
         raise ValueError(f"factor {factor} is too large")
     return scenario
-'''
+"""
 
 
 def _spec(tmp_path, **over):
     (tmp_path / "base.json").write_text(json.dumps(diamond().to_dict()))
     (tmp_path / "cb.py").write_text(CALLBACK)
-    spec = {"scenario": "base.json", "axes": [
-        {"name": "a_bw", "kind": "bandwidth", "links": "a*", "value": ["2 GB/s", "8 GB/s"]},
-        {"name": "slow", "kind": "python", "function": "cb.py:slower", "values": [1, 4]},
-        {"name": "f1", "kind": "bytes", "flows": "f1", "value": ["1 MiB", "4 MiB"]}]}
+    spec = {
+        "scenario": "base.json",
+        "axes": [
+            {"name": "a_bw", "kind": "bandwidth", "links": "a*", "value": ["2 GB/s", "8 GB/s"]},
+            {"name": "slow", "kind": "python", "function": "cb.py:slower", "values": [1, 4]},
+            {"name": "f1", "kind": "bytes", "flows": "f1", "value": ["1 MiB", "4 MiB"]},
+        ],
+    }
     spec.update(over)
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(spec))
@@ -47,26 +51,34 @@ def test_spec_units_and_callback_match_the_python_api(tmp_path):
     result = sweep.run(progress=False, chunk_size=3)  # as the CLI test: one compile
     # point (a_bw=8 GB/s, slow=4, f1=1 MiB), built by hand
     sc = diamond()
-    links = [x.__class__(x.id, x.src, x.dst, (8e9 if x.id.startswith("a") else x.bandwidth) / 4, x.latency)
-             for x in sc.links]
+    links = [
+        x.__class__(x.id, x.src, x.dst, (8e9 if x.id.startswith("a") else x.bandwidth) / 4, x.latency)
+        for x in sc.links
+    ]
     flows = [f.__class__(**{**f.__dict__, "bytes": 2**20}) if f.id == "f1" else f for f in sc.flows]
     ref = netsim.simulate(netsim.Scenario(links, flows))
     assert result.grid()[1, 1, 0] == pytest.approx(ref.makespan, rel=1e-13)
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"axes": [{"kind": "speed"}]}, "axes[0].kind"),
-    ({"axes": [{"kind": "bandwidth", "value": ["1 GB/s", "fast"]}]}, "axes[0].value[1]"),
-    ({"axes": [{"kind": "bandwidth", "scale": ["2x"]}]}, "axes[0].scale[0]"),
-    ({"axes": [{"kind": "latency", "link": "*", "scale": [1]}]}, "unknown field(s) ['link']"),
-    ({"axes": [{"kind": "python", "function": "cb.py:nope", "values": [1]}]}, "axes[0].function"),
-    ({"axes": []}, "axes: expected a non-empty list"),
-    ({"sample": 3}, "unknown field(s) ['sample']"),
-    ({"seed": "x"}, "seed: expected an integer >= 0, got 'x'"),
-    ({"samples": "4"}, "samples: expected a positive integer"),
-    ({"outputs": "flow_finish"}, "outputs: expected a list"),
-    ({"axes": [{"kind": "bandwidth", "scale_range": [1, 2], "log": "false"}]}, "axes[0].log: expected true or false"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"axes": [{"kind": "speed"}]}, "axes[0].kind"),
+        ({"axes": [{"kind": "bandwidth", "value": ["1 GB/s", "fast"]}]}, "axes[0].value[1]"),
+        ({"axes": [{"kind": "bandwidth", "scale": ["2x"]}]}, "axes[0].scale[0]"),
+        ({"axes": [{"kind": "latency", "link": "*", "scale": [1]}]}, "unknown field(s) ['link']"),
+        ({"axes": [{"kind": "python", "function": "cb.py:nope", "values": [1]}]}, "axes[0].function"),
+        ({"axes": []}, "axes: expected a non-empty list"),
+        ({"sample": 3}, "unknown field(s) ['sample']"),
+        ({"seed": "x"}, "seed: expected an integer >= 0, got 'x'"),
+        ({"samples": "4"}, "samples: expected a positive integer"),
+        ({"outputs": "flow_finish"}, "outputs: expected a list"),
+        (
+            {"axes": [{"kind": "bandwidth", "scale_range": [1, 2], "log": "false"}]},
+            "axes[0].log: expected true or false",
+        ),
+    ],
+)
 def test_spec_errors_name_the_field(tmp_path, change, message):
     from netsim.sweep import load_spec
 
@@ -76,8 +88,14 @@ def test_spec_errors_name_the_field(tmp_path, change, message):
 
 
 def test_spec_inline_scenario():
-    sweep = sweep_from_dict({"scenario": diamond().to_dict(), "samples": 3, "seed": 1,
-                             "axes": [{"kind": "bandwidth", "scale_range": [1, 2]}]})
+    sweep = sweep_from_dict(
+        {
+            "scenario": diamond().to_dict(),
+            "samples": 3,
+            "seed": 1,
+            "axes": [{"kind": "bandwidth", "scale_range": [1, 2]}],
+        }
+    )
     assert sweep.n_points == 3 and sweep.axes[0].name == "bandwidth"
 
 
@@ -104,9 +122,11 @@ def test_cli_refuses_bad_arguments_before_writing(tmp_path, capsys):
     parser = argparse.ArgumentParser()
     _sweep_cli.register(parser.add_subparsers())
     spec = _spec(tmp_path)
-    for argv, message in ((["--out", "r.h5", "--chunk-size", "-5"], "--chunk-size: expected a positive number"),
-                          (["--out", "r.json"], "HDF5; give a name ending in .h5 or .hdf5"),
-                          (["--out", "r.h5", "--samples", "0"], "samples: expected a positive integer")):
+    for argv, message in (
+        (["--out", "r.h5", "--chunk-size", "-5"], "--chunk-size: expected a positive number"),
+        (["--out", "r.json"], "HDF5; give a name ending in .h5 or .hdf5"),
+        (["--out", "r.h5", "--samples", "0"], "samples: expected a positive integer"),
+    ):
         argv[1] = str(tmp_path / argv[1])
         args = parser.parse_args(["sweep", str(spec), *argv])
         assert args.handler(args) == 2
@@ -121,8 +141,12 @@ def test_cli_refuses_bad_arguments_before_writing(tmp_path, capsys):
 def test_a_failing_callback_names_its_axis(tmp_path):
     from netsim.sweep import load_spec
 
-    spec = _spec(tmp_path, axes=[{"name": "slow", "kind": "python", "function": "cb.py:picky", "values": [1, 4]}])
-    with pytest.raises(SweepError, match=r"axis 'slow': build\(scenario, 4\) raised ValueError: factor 4 is too large"):
+    spec = _spec(
+        tmp_path, axes=[{"name": "slow", "kind": "python", "function": "cb.py:picky", "values": [1, 4]}]
+    )
+    with pytest.raises(
+        SweepError, match=r"axis 'slow': build\(scenario, 4\) raised ValueError: factor 4 is too large"
+    ):
         load_spec(spec).plan()
 
 
@@ -164,9 +188,15 @@ def test_plots_save_pngs(tmp_path, grid_result):
 def test_random_sweep_plot_draws_a_discrete_axis_as_categories():
     from netsim.sweep import LinkBandwidth, MessageSize, Sweep
 
-    result = Sweep(diamond(), [LinkBandwidth("bw", scale_range=(0.5, 2.0), independent=True),
-                               MessageSize("f1_bytes", match="f1", value=[1e6, 8e6])],
-                   samples=8, seed=1).run(progress=False, chunk_size=CHUNK)
+    result = Sweep(
+        diamond(),
+        [
+            LinkBandwidth("bw", scale_range=(0.5, 2.0), independent=True),
+            MessageSize("f1_bytes", match="f1", value=[1e6, 8e6]),
+        ],
+        samples=8,
+        seed=1,
+    ).run(progress=False, chunk_size=CHUNK)
     fig = plots.plot_sweep(result, x="bw", hue="f1_bytes")
     assert len(fig.axes) == 1  # a legend, no colour bar
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["f1_bytes=1 MB", "f1_bytes=8 MB"]

@@ -61,10 +61,18 @@ def test_resume_after_exception(tmp_path, uninterrupted):
 def test_resume_after_sigkill(tmp_path, uninterrupted):
     path = tmp_path / "k.h5"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    code = "import jax; jax.config.update('jax_enable_x64', True); import sys, sweep_cases; " \
-           "sweep_cases.run_and_maybe_die(sys.argv[1], 2)"
-    proc = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300, cwd=HERE)  # not the repo root, whose netsim/ shadows the install
+    code = (
+        "import jax; jax.config.update('jax_enable_x64', True); import sys, sweep_cases; "
+        "sweep_cases.run_and_maybe_die(sys.argv[1], 2)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=HERE,
+    )  # not the repo root, whose netsim/ shadows the install
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     partial = load(path)  # the killed writer left a readable file
     np.testing.assert_array_equal(partial.status[: 3 * CHUNK], 0)
@@ -79,7 +87,9 @@ def test_a_different_sweep_is_refused(tmp_path, uninterrupted):
     path = tmp_path / "x.h5"
     grid_sweep().run(path, chunk_size=CHUNK, progress=False)
     other = grid_sweep()
-    other = type(other)(other.scenario, [LinkBandwidth("a_bw", match="a*", scale=[0.5, 1.0, 3.0]), *other.axes[1:]])
+    other = type(other)(
+        other.scenario, [LinkBandwidth("a_bw", match="a*", scale=[0.5, 1.0, 3.0]), *other.axes[1:]]
+    )
     with pytest.raises(SweepError, match="holds a different sweep"):
         other.run(path, progress=False)
     replaced = other.run(path, progress=False, overwrite=True)
@@ -93,7 +103,9 @@ def test_file_layout(tmp_path):
     with h5py.File(path) as f:
         assert f.attrs["format"] == "netsim-sweep"
         assert f["flow_finish"].shape == (24, 3) and f["link_utilization"].shape == (24, 4)
-        assert f["flow_finish"].chunks is None  # contiguous and allocated at creation: no metadata writes later
+        assert (
+            f["flow_finish"].chunks is None
+        )  # contiguous and allocated at creation: no metadata writes later
         assert [x.decode() for x in f["link_ids"][...]] == ["ab", "bd", "ac", "cd"]
         assert f["axes/f1_bytes/value"].shape == (24,)
 
@@ -126,8 +138,11 @@ def test_damaged_chunk_is_recomputed_not_trusted(tmp_path, uninterrupted, capsys
     path = tmp_path / "d.h5"
     grid_sweep().run(path, chunk_size=CHUNK, progress=False)
     with h5py.File(path) as f:  # where chunk 2's rows of each column lie in the file
-        spans = [(f[k].id.get_offset() + 2 * CHUNK * f[k][0].nbytes, CHUNK * f[k][0].nbytes)
-                 for k in COLUMNS if k in f]
+        spans = [
+            (f[k].id.get_offset() + 2 * CHUNK * f[k][0].nbytes, CHUNK * f[k][0].nbytes)
+            for k in COLUMNS
+            if k in f
+        ]
     rng = np.random.default_rng(0)
     with open(path, "r+b") as raw:  # overwrite them with garbage, behind HDF5's back
         for offset, n in spans:
@@ -148,8 +163,17 @@ def test_damaged_chunk_is_recomputed_not_trusted(tmp_path, uninterrupted, capsys
 def test_a_sweep_in_use_is_reported(tmp_path):
     path = tmp_path / "busy.h5"
     grid_sweep().run(path, chunk_size=CHUNK, progress=False)
-    hold = subprocess.Popen([sys.executable, "-c", "import h5py, sys, time; f = h5py.File(sys.argv[1], 'r+'); "
-                             "print('open', flush=True); time.sleep(60)", str(path)], stdout=subprocess.PIPE, text=True)
+    hold = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import h5py, sys, time; f = h5py.File(sys.argv[1], 'r+'); "
+            "print('open', flush=True); time.sleep(60)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert hold.stdout.readline().strip() == "open"
         with pytest.raises(SweepError, match="in use by another sweep"):

@@ -50,7 +50,10 @@ def test_fat_tree_counts_hops_and_path_multiplicity(k):
     topo = fat_tree(k, link_bandwidth=BW)
     h = k // 2
     assert len(topo.gpus()) == k**3 // 4
-    assert len(topo.nodes_of("edge")) == len(topo.nodes_of("agg")) == k * h and len(topo.nodes_of("core")) == h * h
+    assert (
+        len(topo.nodes_of("edge")) == len(topo.nodes_of("agg")) == k * h
+        and len(topo.nodes_of("core")) == h * h
+    )
     assert len(topo.links) == 2 * 3 * k**3 // 4
     pod = lambda host: int(host[1:]) // (h * h)
     edge = lambda host: int(host[1:]) // h
@@ -92,7 +95,9 @@ def test_failures_resplit_and_report_unreachable_pairs():
     assert cut.paths("h0", "h2") == [(1.0, ("h0->leaf0", "leaf0->spine1", "spine1->leaf1", "leaf1->h2"))]
     assert cut.paths("h2", "h0")[0][0] == 0.5  # the other direction still has both spines
     alone = topo.without_links(["h3->leaf1", "leaf1->h3"])
-    assert alone.unreachable_pairs() == [(a, "h3") for a in ("h0", "h1", "h2")] + [("h3", b) for b in ("h0", "h1", "h2")]
+    assert alone.unreachable_pairs() == [(a, "h3") for a in ("h0", "h1", "h2")] + [
+        ("h3", b) for b in ("h0", "h1", "h2")
+    ]
     with pytest.raises(ScenarioError, match="'h3' is unreachable from 'h0'"):
         alone.route("h0", "h3")
     with pytest.raises(ScenarioError, match="unreachable"):
@@ -114,18 +119,24 @@ def test_rail_optimized_same_rail_stays_on_its_leaf():
     assert_valid_routes(split)
 
 
-@pytest.mark.parametrize(("build", "message"), [
-    (lambda: fat_tree(3), "k: a k-ary fat-tree needs an even k, got 3"),
-    (lambda: fat_tree(0), "k: must be >= 2, got 0"),
-    (lambda: leaf_spine(2, 2, 2, oversubscription=2, uplink_bandwidth=1e9), "not both"),
-    (lambda: leaf_spine(2, 2, 2, oversubscription=0), "oversubscription: must be a finite number > 0, got 0"),
-    (lambda: leaf_spine(1, 1, 1), "at least 2 hosts"),
-    (lambda: leaf_spine(2, 0, 2), "spines: must be >= 1, got 0"),
-    (lambda: leaf_spine(2, 2, 2, host_bandwidth="1 TB"), "host_bandwidth: unknown bandwidth unit"),
-    (lambda: rail_optimized(1, 1), "at least 2 NICs"),
-    (lambda: oversubscription_ratio(fat_tree(2), "core0"), "no upstream links"),
-    (lambda: oversubscription_ratio(fat_tree(2), "h0"), "'h0' is not a switch"),
-])
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: fat_tree(3), "k: a k-ary fat-tree needs an even k, got 3"),
+        (lambda: fat_tree(0), "k: must be >= 2, got 0"),
+        (lambda: leaf_spine(2, 2, 2, oversubscription=2, uplink_bandwidth=1e9), "not both"),
+        (
+            lambda: leaf_spine(2, 2, 2, oversubscription=0),
+            "oversubscription: must be a finite number > 0, got 0",
+        ),
+        (lambda: leaf_spine(1, 1, 1), "at least 2 hosts"),
+        (lambda: leaf_spine(2, 0, 2), "spines: must be >= 1, got 0"),
+        (lambda: leaf_spine(2, 2, 2, host_bandwidth="1 TB"), "host_bandwidth: unknown bandwidth unit"),
+        (lambda: rail_optimized(1, 1), "at least 2 NICs"),
+        (lambda: oversubscription_ratio(fat_tree(2), "core0"), "no upstream links"),
+        (lambda: oversubscription_ratio(fat_tree(2), "h0"), "'h0' is not a switch"),
+    ],
+)
 def test_cluster_argument_errors(build, message):
     with pytest.raises(ScenarioError, match=message):
         build()

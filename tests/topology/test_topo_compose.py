@@ -43,13 +43,33 @@ def test_route_crosses_every_level_in_order(big):
     route = big.route("n0/gpu0/xcd3", "n3/gpu3/xcd7")
     kinds = [big.kind[n] for n in node_path(big, route)]
     squeeze = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1]]
-    assert squeeze == ["xcd", "iod", "gpu", "switch", "nic", "leaf", "spine", "leaf", "nic", "switch", "gpu",
-                       "iod", "xcd"]
+    assert squeeze == [
+        "xcd",
+        "iod",
+        "gpu",
+        "switch",
+        "nic",
+        "leaf",
+        "spine",
+        "leaf",
+        "nic",
+        "switch",
+        "gpu",
+        "iod",
+        "xcd",
+    ]
     assert route[:3] == ("n0/gpu0/xcd3->n0/gpu0/iod1", "n0/gpu0/iod1->n0/gpu0/iod0", "n0/gpu0/iod0->n0/gpu0")
     # inside one server, traffic stays in the server
     assert all(x.startswith("n1/") for x in big.route("n1/gpu0/xcd0", "n1/gpu3/xcd0"))
-    assert_valid_routes(big, [("n0/gpu0/xcd0", "n3/gpu3/xcd7"), ("n2/gpu1/hbm4", "n1/gpu2/xcd1"),
-                              ("n0/nic1", "n3/gpu0/xcd5"), ("n1/cpu0", "n2/mem0")])
+    assert_valid_routes(
+        big,
+        [
+            ("n0/gpu0/xcd0", "n3/gpu3/xcd7"),
+            ("n2/gpu1/hbm4", "n1/gpu2/xcd1"),
+            ("n0/nic1", "n3/gpu0/xcd5"),
+            ("n1/cpu0", "n2/mem0"),
+        ],
+    )
 
 
 def test_multipath_is_the_product_of_the_levels(big):
@@ -76,8 +96,14 @@ def test_nearest_nic_and_failover(big):
 def test_rail_cluster_keeps_rails_and_staging():
     box = pcie_server(4, sockets=1, gpus_per_switch=1, nics=4)  # GPU i and NIC i share switch i
     rails = cluster(rail_optimized(2, 4, spines=1), box)
-    assert rails.route("n0/gpu2", "n1/gpu2") == ("n0/gpu2->n0/sw2", "n0/sw2->n0/nic2", "n0/nic2->rail2",
-                                                 "rail2->n1/nic2", "n1/nic2->n1/sw2", "n1/sw2->n1/gpu2")
+    assert rails.route("n0/gpu2", "n1/gpu2") == (
+        "n0/gpu2->n0/sw2",
+        "n0/sw2->n0/nic2",
+        "n0/nic2->rail2",
+        "rail2->n1/nic2",
+        "n1/nic2->n1/sw2",
+        "n1/sw2->n1/gpu2",
+    )
     staged = cluster(rail_optimized(2, 4), pcie_server(4, sockets=1, gpus_per_switch=1, nics=4, p2p=False))
     route = staged.route("n0/gpu2", "n1/gpu2")
     assert {"n0/cpu0->n0/mem0", "n1/mem0->n1/cpu0"} <= set(route)  # no GPUDirect: both ends bounce in DRAM

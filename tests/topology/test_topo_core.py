@@ -59,8 +59,9 @@ def test_flows_split_bytes_exactly_by_weight():
 def test_scenario_routes_unrouted_flows_only():
     topo = line()
     given = ("a->s", "s->c", "c->s", "s->b")
-    sc = topo.scenario([Flow("f", "a", "b", 1.0), Flow("g", "a", "b", 1.0, route=given)],
-                       [netsim.Task("t", "a", 1.0)])
+    sc = topo.scenario(
+        [Flow("f", "a", "b", 1.0), Flow("g", "a", "b", 1.0, route=given)], [netsim.Task("t", "a", 1.0)]
+    )
     assert sc.flows[0].route == ("a->s", "s->b") and sc.flows[1].route == given
     assert sc.links == topo.links and sc.name == "line" and len(sc.tasks) == 1
     assert topo.scenario(name="other").name == "other"
@@ -99,8 +100,12 @@ def brute_force_cut(links, sources, sinks, nodes):
 def test_min_cut_matches_brute_force(seed):
     rng = np.random.default_rng(seed)
     nodes = [f"v{i}" for i in range(7)]
-    links = [Link(f"v{i}->v{j}", f"v{i}", f"v{j}", float(rng.integers(1, 9)))
-             for i in range(7) for j in range(7) if i != j and rng.random() < 0.4]
+    links = [
+        Link(f"v{i}->v{j}", f"v{i}", f"v{j}", float(rng.integers(1, 9)))
+        for i in range(7)
+        for j in range(7)
+        if i != j and rng.random() < 0.4
+    ]
     topo = Topology("r", links, dict.fromkeys(nodes, "switch"))
     value, cut = min_cut(topo, ["v0", "v1"], ["v6"])
     assert value == brute_force_cut(links, ["v0", "v1"], ["v6"], nodes)

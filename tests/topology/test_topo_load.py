@@ -65,18 +65,23 @@ def test_pcie_shared_resources_from_the_builder():
     assert duplex.id == "socket0<->socket1" and duplex.capacity == pytest.approx(0.94 * 2 * 21.9 * GB)
     assert [s.id for s in staging] == [f"gpu{i} staging" for i in range(8)]
     assert staging[0].capacity == pytest.approx(0.82 * 25.8 * GB) and set(staging[0].via) == {
-        x.id for x in topo.links if link_class(topo, x.id) == "memory"}
+        x.id for x in topo.links if link_class(topo, x.id) == "memory"
+    }
     assert pcie_server(4, sockets=1).shared == ()  # opt-in: plain builders keep their figures
 
 
 def test_costs_blend_closed_form_and_apply():
-    costs = CollectiveCosts((Regime("LL", 2e-6, 0.5, 1e4), Regime("Simple", 8e-6, 0.9)), width=0.5, launch=3e-6)
+    costs = CollectiveCosts(
+        (Regime("LL", 2e-6, 0.5, 1e4), Regime("Simple", 8e-6, 0.9)), width=0.5, launch=3e-6
+    )
     b = np.array([10.0, 1e4, 1e8])
     w = 1 / (1 + np.exp(-(np.log(b) - np.log(1e4)) / 0.5))  # weight of Simple
     over, eff = costs.blend(b)
     np.testing.assert_allclose(over, np.exp((1 - w) * np.log(2e-6) + w * np.log(8e-6)), rtol=1e-12)
     np.testing.assert_allclose(eff, np.exp((1 - w) * np.log(0.5) + w * np.log(0.9)), rtol=1e-12)
-    assert over[1] == pytest.approx(4e-6) and eff[1] == pytest.approx(math.sqrt(0.45))  # geometric mean at hand-over
+    assert over[1] == pytest.approx(4e-6) and eff[1] == pytest.approx(
+        math.sqrt(0.45)
+    )  # geometric mean at hand-over
     scenario = two_switches().scenario([netsim.Flow("a", "g0", "g1", 1e8, overhead=1e-6)])
     (f,) = costs.apply(scenario).flows
     assert f.bytes == pytest.approx(1e8 / eff[2]) and f.overhead == pytest.approx(1e-6 + over[2])
@@ -89,7 +94,9 @@ def test_costs_blend_closed_form_and_apply():
 
 
 def test_collectives_take_the_fabric_costs_unless_given_an_overhead():
-    topo = dataclasses.replace(two_switches(), software=CollectiveCosts((Regime("Simple", 5e-6, 0.8),), launch=2e-6))
+    topo = dataclasses.replace(
+        two_switches(), software=CollectiveCosts((Regime("Simple", 5e-6, 0.8),), launch=2e-6)
+    )
     plain = allreduce(["g0", "g1"], 8e6).scenario(two_switches())
     costed = allreduce(["g0", "g1"], 8e6).scenario(topo)
     # 2 ranks: 2 steps of S/2 = 4 MB, 20 GB/s uplink; each step 5 us + 4e6 / 0.8 / 20e9, after 2 us launch
@@ -155,7 +162,9 @@ def test_p2p_off_transport_is_pluggable():
     custom = build_server(plan, p2p=False, transport=ViaHome())
     home = lambda t, g: t.router.home[g]
     assert default.route("gpu0", "gpu4") == default.route("gpu0", home(default, "gpu0")) + default.route(
-        home(default, "gpu0"), "gpu4")
+        home(default, "gpu0"), "gpu4"
+    )
     assert custom.route("gpu0", "gpu4") == custom.route("gpu0", home(custom, "gpu4")) + custom.route(
-        home(custom, "gpu4"), "gpu4")
+        home(custom, "gpu4"), "gpu4"
+    )
     assert load("rtx4090-8x-epyc7542", p2p=False, transport=ViaHome()).router.transport == ViaHome()

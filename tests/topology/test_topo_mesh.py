@@ -68,8 +68,14 @@ def test_attachments_link_counts_and_routes():
     topo = chiplet_mesh(3, 4, hbm="edges", io_dies=2, host_bandwidth="64 GB/s")
     assert topo.nodes_of("hbm") == tuple(f"hbm{i}" for i in range(6))
     assert len(topo.links) == 2 * (17 + 6 + 2 + 2)  # mesh cables, HBM, IO dies, host port to both IO dies
-    assert topo.route("xcd0", "hbm5") == ("xcd0->xcd1", "xcd1->xcd2", "xcd2->xcd3", "xcd3->xcd7",
-                                          "xcd7->xcd11", "xcd11->hbm5")
+    assert topo.route("xcd0", "hbm5") == (
+        "xcd0->xcd1",
+        "xcd1->xcd2",
+        "xcd2->xcd3",
+        "xcd3->xcd7",
+        "xcd7->xcd11",
+        "xcd11->hbm5",
+    )
     assert topo.kind["host"] == "port" and topo.link["host->iod0"].bandwidth == 64e9
     assert_valid_routes(topo, [("host", "hbm0"), ("hbm3", "host"), ("hbm0", "hbm5"), ("iod1", "xcd8")])
 
@@ -82,7 +88,9 @@ def test_memory_and_die_to_die_traffic_share_links():
 
 def test_mi300x_shape_and_cited_figures():
     topo = mi300x()
-    assert len(topo.nodes_of("xcd")) == 8 and len(topo.nodes_of("iod")) == 4 and len(topo.nodes_of("hbm")) == 8
+    assert (
+        len(topo.nodes_of("xcd")) == 8 and len(topo.nodes_of("iod")) == 4 and len(topo.nodes_of("hbm")) == 8
+    )
     assert topo.gpus() == tuple(f"xcd{i}" for i in range(8))
     assert len(topo.links) == 2 * (4 + 8 + 8 + 1)  # 2x2 IOD mesh, XCDs, HBM stacks, host port
     assert topo.route("xcd0", "hbm1") == ("xcd0->iod0", "iod0->hbm1")  # local stack: no IO-die crossing
@@ -117,18 +125,21 @@ def test_failed_link_falls_back_to_yx_then_any_path():
         isolated.route("xcd0", "xcd3")
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    (dict(rows=0, cols=2), "rows: must be >= 1, got 0"),
-    (dict(rows=1, cols=1), "at least 2 chiplets"),
-    (dict(rows=2.5, cols=2), "rows: expected an integer, got 2.5"),
-    (dict(rows=2, cols=2, hbm="top"), "hbm: unknown value 'top'"),
-    (dict(rows=2, cols=2, d2d_bandwidth=-1), "d2d_bandwidth: must be a finite bandwidth > 0, got -1"),
-    (dict(rows=2, cols=2, d2d_bandwidth="fast"), "d2d_bandwidth: cannot read 'fast'"),
-    (dict(rows=2, cols=2, hbm_bandwidth="3 us"), "hbm_bandwidth: unknown bandwidth unit"),
-    (dict(rows=2, cols=2, d2d_latency=-1e-9), "d2d_latency: must be a finite time >= 0"),
-    (dict(rows=2, cols=2, io_dies=3), "io_dies: at most cols=2"),
-    (dict(rows=2, cols=2, torus="yes"), "torus: expected True or False"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(rows=0, cols=2), "rows: must be >= 1, got 0"),
+        (dict(rows=1, cols=1), "at least 2 chiplets"),
+        (dict(rows=2.5, cols=2), "rows: expected an integer, got 2.5"),
+        (dict(rows=2, cols=2, hbm="top"), "hbm: unknown value 'top'"),
+        (dict(rows=2, cols=2, d2d_bandwidth=-1), "d2d_bandwidth: must be a finite bandwidth > 0, got -1"),
+        (dict(rows=2, cols=2, d2d_bandwidth="fast"), "d2d_bandwidth: cannot read 'fast'"),
+        (dict(rows=2, cols=2, hbm_bandwidth="3 us"), "hbm_bandwidth: unknown bandwidth unit"),
+        (dict(rows=2, cols=2, d2d_latency=-1e-9), "d2d_latency: must be a finite time >= 0"),
+        (dict(rows=2, cols=2, io_dies=3), "io_dies: at most cols=2"),
+        (dict(rows=2, cols=2, torus="yes"), "torus: expected True or False"),
+    ],
+)
 def test_mesh_argument_errors(kwargs, message):
     with pytest.raises(ScenarioError, match=message):
         chiplet_mesh(**kwargs)

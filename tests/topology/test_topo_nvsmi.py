@@ -32,8 +32,11 @@ def socket_of(topo, device):
 
 def test_every_real_matrix_parses_and_round_trips():
     found = real_matrices()
-    assert {"m01_8x4090_2xEPYC7542_topo.txt", "m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt",
-            "m08_4xA100PCIe_nvlinkpairs_p2p.txt"} <= set(found)
+    assert {
+        "m01_8x4090_2xEPYC7542_topo.txt",
+        "m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt",
+        "m08_4xA100PCIe_nvlinkpairs_p2p.txt",
+    } <= set(found)
     for file, text in found.items():
         matrix = parse_nvidia_smi_topo(text)
         topo = pcie_server_from_topo(matrix)
@@ -57,7 +60,9 @@ def test_m01_grouping_sockets_numa_and_nics():
     assert [socket_of(topo, f"gpu{i}") for i in range(8)] == ["socket0"] * 4 + ["socket1"] * 4
     assert all(socket_of(topo, f"nic{i}") == "socket1" for i in range(4))  # beside GPU6 (NUMA 5)
     assert path_kind(topo, "nic0", "nic1") == "PIX" and path_kind(topo, "gpu6", "nic2") == "PHB"
-    assert preset("rtx4090-8x-epyc7542").links == pcie_server_from_topo(text, name="rtx4090-8x-epyc7542").links
+    assert (
+        preset("rtx4090-8x-epyc7542").links == pcie_server_from_topo(text, name="rtx4090-8x-epyc7542").links
+    )
 
 
 def test_m05_groups_inferred_without_affinity_columns():
@@ -67,8 +72,10 @@ def test_m05_groups_inferred_without_affinity_columns():
     topo = pcie_server_from_topo(matrix)
     assert [socket_of(topo, f"gpu{i}") for i in range(8)] == ["cpu0"] * 4 + ["cpu1"] * 4
     assert [path_kind(topo, f"gpu{i}", f"gpu{i + 1}") for i in (0, 2, 4, 6)] == ["NV4"] * 4
-    assert preset("a40-8x-nv4").links == pcie_server_from_topo(matrix, name="a40-8x-nv4",
-                                                               nvlink_bandwidth=47.4e9 / 4).links
+    assert (
+        preset("a40-8x-nv4").links
+        == pcie_server_from_topo(matrix, name="a40-8x-nv4", nvlink_bandwidth=47.4e9 / 4).links
+    )
 
 
 def test_m08_one_numa_node_per_gpu_and_nv12_pairs():
@@ -103,24 +110,25 @@ def test_older_format_with_soc_tabs_crlf_and_named_nic_columns():
     assert path_kind(topo, "gpu2", "nic0") == "PIX" and path_kind(topo, "gpu0", "gpu3") == "SYS"
 
 
-GOOD = ["\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity",
-        "GPU0\t X \tNV2\t0-7\t0",
-        "GPU1\tNV2\t X \t0-7\t0"]
+GOOD = ["\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity", "GPU0\t X \tNV2\t0-7\t0", "GPU1\tNV2\t X \t0-7\t0"]
 
 
-@pytest.mark.parametrize(("line", "replacement", "message"), [
-    (1, "GPU0\t X \tFOO\t0-7\t0", r"line 2: unknown link kind 'FOO'"),
-    (1, "GPU0\t X \t0-7\t0", r"line 2: unknown link kind '0-7'"),
-    (1, "GPU0\t X", r"line 2: 1 cells for 2 devices"),
-    (2, "GPU1\tNV2\tPIX\t0-7\t0", r"line 3: GPU1 to itself is 'PIX', expected X"),
-    (2, "GPU1\tSYS\t X \t0-7\t0", r"line 2: GPU0->GPU1 is NV2 but GPU1->GPU0 is SYS"),
-    (2, "GPU7\tNV2\t X \t0-7\t0", r"line 3: row for 'GPU7', which is not a column"),
-    (2, "GPU1\tNV2\t X \t0-7\tzero", r"line 3: NUMA Affinity 'zero' is not a number"),
-    (2, "GPU1\tNV2\t X \tall\t0", r"line 3: CPU Affinity 'all' is not a CPU list"),
-    (2, "GPU1\tNV2\t X \t0-7\t0\t1\t2", r"line 3: 4 values after the matrix but 2 affinity columns"),
-    (2, "GPU0\tNV2\t X \t0-7\t0", r"line 3: second row for 'GPU0'"),
-    (2, "", r"line 1: no row for column\(s\) \['GPU1'\]"),
-])
+@pytest.mark.parametrize(
+    ("line", "replacement", "message"),
+    [
+        (1, "GPU0\t X \tFOO\t0-7\t0", r"line 2: unknown link kind 'FOO'"),
+        (1, "GPU0\t X \t0-7\t0", r"line 2: unknown link kind '0-7'"),
+        (1, "GPU0\t X", r"line 2: 1 cells for 2 devices"),
+        (2, "GPU1\tNV2\tPIX\t0-7\t0", r"line 3: GPU1 to itself is 'PIX', expected X"),
+        (2, "GPU1\tSYS\t X \t0-7\t0", r"line 2: GPU0->GPU1 is NV2 but GPU1->GPU0 is SYS"),
+        (2, "GPU7\tNV2\t X \t0-7\t0", r"line 3: row for 'GPU7', which is not a column"),
+        (2, "GPU1\tNV2\t X \t0-7\tzero", r"line 3: NUMA Affinity 'zero' is not a number"),
+        (2, "GPU1\tNV2\t X \tall\t0", r"line 3: CPU Affinity 'all' is not a CPU list"),
+        (2, "GPU1\tNV2\t X \t0-7\t0\t1\t2", r"line 3: 4 values after the matrix but 2 affinity columns"),
+        (2, "GPU0\tNV2\t X \t0-7\t0", r"line 3: second row for 'GPU0'"),
+        (2, "", r"line 1: no row for column\(s\) \['GPU1'\]"),
+    ],
+)
 def test_malformed_input_names_the_line(line, replacement, message):
     lines = list(GOOD)
     lines[line] = replacement

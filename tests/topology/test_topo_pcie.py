@@ -17,7 +17,10 @@ def test_switched_server_counts_and_path_classes():
     topo = pcie_server(8, sockets=2, gpus_per_switch=2, nics=4)
     assert len(topo.nodes) == 2 + 2 + 4 + 4 + 8 + 4  # cpu, mem, host bridges, switches, GPUs, NICs
     assert len(topo.links) == 2 * (2 + 1 + 4 + 4 + 8 + 4)
-    assert path_kind(topo, "gpu0", "gpu1") == "PIX" and topo.route("gpu0", "gpu1") == ("gpu0->sw0", "sw0->gpu1")
+    assert path_kind(topo, "gpu0", "gpu1") == "PIX" and topo.route("gpu0", "gpu1") == (
+        "gpu0->sw0",
+        "sw0->gpu1",
+    )
     assert path_kind(topo, "gpu0", "nic0") == "PIX"
     assert path_kind(topo, "gpu0", "gpu2") == "NODE"
     assert path_kind(topo, "gpu0", "gpu4") == "SYS" and "cpu0->cpu1" in topo.route("gpu0", "gpu4")
@@ -73,10 +76,21 @@ def test_via_goes_through_a_chosen_memory_node():
 
 
 def test_explicit_plan_with_nested_switches_gives_pxb_and_phb():
-    plan = ServerPlan(sockets=1, numa=1, host_bridges={"rc0": 0, "rc1": 0},
-                      parent={"sw0": "rc0", "sw1": "sw0", "sw2": "sw0", "gpu0": "sw1", "gpu1": "sw2",
-                              "gpu2": "rc1", "nic0": "rc1"},
-                      devices={"gpu0": "gpu", "gpu1": "gpu", "gpu2": "gpu", "nic0": "nic"})
+    plan = ServerPlan(
+        sockets=1,
+        numa=1,
+        host_bridges={"rc0": 0, "rc1": 0},
+        parent={
+            "sw0": "rc0",
+            "sw1": "sw0",
+            "sw2": "sw0",
+            "gpu0": "sw1",
+            "gpu1": "sw2",
+            "gpu2": "rc1",
+            "nic0": "rc1",
+        },
+        devices={"gpu0": "gpu", "gpu1": "gpu", "gpu2": "gpu", "nic0": "nic"},
+    )
     topo = build_server(plan)
     assert path_kind(topo, "gpu0", "gpu1") == "PXB"
     assert path_kind(topo, "gpu2", "nic0") == "PHB"
@@ -101,19 +115,24 @@ def test_preset_figures_and_overrides():
         preset("dgx")
 
 
-@pytest.mark.parametrize(("build", "message"), [
-    (lambda: pcie_server(0), "gpus: must be >= 1, got 0"),
-    (lambda: pcie_server(4, sockets=0), "sockets: must be >= 1, got 0"),
-    (lambda: pcie_server(3, nvlink_pairs=4), "gpus must be even, got gpus=3"),
-    (lambda: pcie_server(4, p2p="no"), "p2p: expected True or False"),
-    (lambda: pcie_server(4, gpus_per_switch=-1), "gpus_per_switch: must be >= 0"),
-    (lambda: pcie_server(4, pcie_bandwidth=0), "pcie_bandwidth: must be a finite bandwidth > 0, got 0"),
-    (lambda: pcie_server(4, socket_latency="1 GB"), "socket_latency: unknown time unit"),
-    (lambda: pcie_server(4, bogus=1), "bogus"),
-    (lambda: ServerPlan(2, 3, {}, {}, {}), "3 NUMA nodes cannot be split evenly over sockets=2"),
-    (lambda: build_server(ServerPlan(1, 1, {"rc0": 0}, {"gpu0": "gpu9"}, {"gpu0": "gpu"})),
-     "parent 'gpu9' is not a host bridge or switch"),
-])
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: pcie_server(0), "gpus: must be >= 1, got 0"),
+        (lambda: pcie_server(4, sockets=0), "sockets: must be >= 1, got 0"),
+        (lambda: pcie_server(3, nvlink_pairs=4), "gpus must be even, got gpus=3"),
+        (lambda: pcie_server(4, p2p="no"), "p2p: expected True or False"),
+        (lambda: pcie_server(4, gpus_per_switch=-1), "gpus_per_switch: must be >= 0"),
+        (lambda: pcie_server(4, pcie_bandwidth=0), "pcie_bandwidth: must be a finite bandwidth > 0, got 0"),
+        (lambda: pcie_server(4, socket_latency="1 GB"), "socket_latency: unknown time unit"),
+        (lambda: pcie_server(4, bogus=1), "bogus"),
+        (lambda: ServerPlan(2, 3, {}, {}, {}), "3 NUMA nodes cannot be split evenly over sockets=2"),
+        (
+            lambda: build_server(ServerPlan(1, 1, {"rc0": 0}, {"gpu0": "gpu9"}, {"gpu0": "gpu"})),
+            "parent 'gpu9' is not a host bridge or switch",
+        ),
+    ],
+)
 def test_pcie_argument_errors(build, message):
     with pytest.raises((ScenarioError, TypeError), match=message):
         build()

@@ -43,7 +43,9 @@ def test_mesh_all_to_all_meets_the_bisection_bound():
     assert bound == pytest.approx(16 * B / BW)  # k^3 B / (4 k BW) for k = 4, by hand
     assert result.makespan == pytest.approx(bound, rel=1e-9)
     load = link_load(scenario)
-    np.testing.assert_allclose(result.link_bytes, [load[x] for x in result.link_ids], rtol=1e-9)  # conservation
+    np.testing.assert_allclose(
+        result.link_bytes, [load[x] for x in result.link_ids], rtol=1e-9
+    )  # conservation
 
 
 def test_torus_all_to_all_is_held_back_by_xy_ties():
@@ -69,14 +71,17 @@ def test_staged_copies_share_host_memory():
 
 
 def test_examples_are_current():
-    spec = importlib.util.spec_from_file_location("make_topology_examples", EXAMPLES / "make_topology_examples.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_topology_examples", EXAMPLES / "make_topology_examples.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     docs = module.documents()
     assert docs and {p.name for p in EXAMPLES.glob("topo_*.json")} == set(docs)
     for file, doc in docs.items():
         assert json.loads((EXAMPLES / file).read_text()) == json.loads(json.dumps(doc)), (
-            f"{file} is stale: run python examples/make_topology_examples.py")
+            f"{file} is stale: run python examples/make_topology_examples.py"
+        )
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("topo_*.json")), ids=lambda p: p.name)

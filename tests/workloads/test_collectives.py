@@ -41,7 +41,9 @@ def ring_fabric(n, *, both=False, bw=B, alpha=ALPHA):
 
 def full_fabric(n, *, bw=B, alpha=ALPHA):
     """A directed link between every ordered pair."""
-    return LinkFabric(Link(f"g{a}->g{b}", f"g{a}", f"g{b}", bw, alpha) for a in range(n) for b in range(n) if a != b)
+    return LinkFabric(
+        Link(f"g{a}->g{b}", f"g{a}", f"g{b}", bw, alpha) for a in range(n) for b in range(n) if a != b
+    )
 
 
 def star_fabric(n, *, bw=B, alpha=ALPHA):
@@ -62,6 +64,7 @@ def assert_time(result, expected):
 
 
 # --- closed forms on ideal fabrics ---------------------------------------------------------------
+
 
 @pytest.mark.parametrize(("n", "kind"), [(2, "ring"), (3, "full"), (4, "ring"), (5, "full")])
 def test_ring_allreduce_closed_form(n, kind):
@@ -173,6 +176,7 @@ def test_reduction_tasks_add_one_reduction_per_reduce_step():
 
 # --- nccl-tests accounting ------------------------------------------------------------------------
 
+
 def test_bus_factors_follow_nccl_tests():
     n = 8
     assert coll.bus_factor("allreduce", n) == 2 * 7 / 8
@@ -186,6 +190,7 @@ def test_bus_factors_follow_nccl_tests():
 
 
 # --- data movement: replay the transfers against the dependency DAG -----------------------------
+
 
 def ancestors(workload):
     """Item id -> bitset of its ancestors, and id -> bit position (items in topological order)."""
@@ -269,8 +274,12 @@ def expected_final(c, rank_index, block):
 
 
 CASES = [("allreduce", a) for a in ("ring", "tree", "binary_tree", "halving_doubling")] + [
-    ("allgather", "ring"), ("reducescatter", "ring"), ("broadcast", "ring"), ("reduce", "ring"),
-    ("alltoall", "direct")]
+    ("allgather", "ring"),
+    ("reducescatter", "ring"),
+    ("broadcast", "ring"),
+    ("reduce", "ring"),
+    ("alltoall", "direct"),
+]
 
 
 @pytest.mark.parametrize(("kind", "algorithm"), CASES)
@@ -298,11 +307,19 @@ def test_every_rank_ends_with_the_right_data(kind, algorithm, n):
         assert f.bytes == pytest.approx(part * len(t.blocks), rel=1e-12)
 
 
-@pytest.mark.parametrize(("kind", "algorithm", "total"), [
-    ("allreduce", "ring", lambda n: 2 * (n - 1)), ("allreduce", "tree", lambda n: 2 * (n - 1)),
-    ("allreduce", "binary_tree", lambda n: 2 * (n - 1)), ("allgather", "ring", lambda n: n - 1),
-    ("reducescatter", "ring", lambda n: n - 1), ("broadcast", "ring", lambda n: n - 1),
-    ("reduce", "ring", lambda n: n - 1), ("alltoall", "direct", lambda n: n - 1)])
+@pytest.mark.parametrize(
+    ("kind", "algorithm", "total"),
+    [
+        ("allreduce", "ring", lambda n: 2 * (n - 1)),
+        ("allreduce", "tree", lambda n: 2 * (n - 1)),
+        ("allreduce", "binary_tree", lambda n: 2 * (n - 1)),
+        ("allgather", "ring", lambda n: n - 1),
+        ("reducescatter", "ring", lambda n: n - 1),
+        ("broadcast", "ring", lambda n: n - 1),
+        ("reduce", "ring", lambda n: n - 1),
+        ("alltoall", "direct", lambda n: n - 1),
+    ],
+)
 def test_bytes_on_the_wire(kind, algorithm, total):
     # every algorithm here is bandwidth-optimal: it moves exactly the nccl-tests count of S's in total
     n = 6
@@ -338,6 +355,7 @@ def test_link_bytes_are_conserved():
 
 # --- trees ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n", range(1, 40))
 def test_btree_is_a_binary_tree_of_depth_ceil_log2(n):
     for t, parents in enumerate(coll.double_tree_parents(n) if n > 1 else [coll.btree_parents(n)]):
@@ -353,21 +371,25 @@ def test_btree_is_a_binary_tree_of_depth_ceil_log2(n):
 
 # --- validation ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda: coll.allreduce(["g0"], S), "at least 2 ranks"),
-    (lambda: coll.allreduce(["g0", "g0"], S), "appears twice"),
-    (lambda: coll.allreduce(names(3), S, algorithm="magic"), "algorithm"),
-    (lambda: coll.allgather(names(3), S, algorithm="tree"), "algorithm"),
-    (lambda: coll.allreduce(names(3), S, chunks=0), "chunks"),
-    (lambda: coll.allreduce(names(3), S, channels=1.5), "channels"),
-    (lambda: coll.allreduce(names(3), -1.0), "size"),
-    (lambda: coll.allreduce(names(3), "4 parsecs"), "size"),
-    (lambda: coll.allreduce(names(3), S, rings=[["g0", "g1"]]), r"rings\[0\]"),
-    (lambda: coll.broadcast(names(3), S, root=3), "root"),
-    (lambda: coll.allreduce(names(3), S, routes={("g0", "x"): ["l"]}), "routes"),
-    (lambda: coll.allreduce(names(3), S, reduce_bandwidth=0.0), "reduce_bandwidth"),
-    (lambda: coll.bus_factor("gather", 4), "unknown"),
-])
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: coll.allreduce(["g0"], S), "at least 2 ranks"),
+        (lambda: coll.allreduce(["g0", "g0"], S), "appears twice"),
+        (lambda: coll.allreduce(names(3), S, algorithm="magic"), "algorithm"),
+        (lambda: coll.allgather(names(3), S, algorithm="tree"), "algorithm"),
+        (lambda: coll.allreduce(names(3), S, chunks=0), "chunks"),
+        (lambda: coll.allreduce(names(3), S, channels=1.5), "channels"),
+        (lambda: coll.allreduce(names(3), -1.0), "size"),
+        (lambda: coll.allreduce(names(3), "4 parsecs"), "size"),
+        (lambda: coll.allreduce(names(3), S, rings=[["g0", "g1"]]), r"rings\[0\]"),
+        (lambda: coll.broadcast(names(3), S, root=3), "root"),
+        (lambda: coll.allreduce(names(3), S, routes={("g0", "x"): ["l"]}), "routes"),
+        (lambda: coll.allreduce(names(3), S, reduce_bandwidth=0.0), "reduce_bandwidth"),
+        (lambda: coll.bus_factor("gather", 4), "unknown"),
+    ],
+)
 def test_bad_arguments_name_the_field(call, match):
     with pytest.raises(netsim.ScenarioError, match=match):
         call()
@@ -381,6 +403,7 @@ def test_units_are_accepted():
 
 
 # --- examples ------------------------------------------------------------------------------------
+
 
 def example_files():
     return sorted(EXAMPLES.glob("coll_*.json"))

@@ -27,7 +27,6 @@ def test_bad_jobs_are_clear_errors(make, message):
         make()
 
 
-
 def test_job_workload_needs_distinct_gpus():
     job = Job("a", 0.0, 1, 1, 0.1)
     with pytest.raises(ScenarioError, match="needs 1 distinct GPUs"):
@@ -51,7 +50,9 @@ def test_job_workload_chains_phases_per_rank():
         assert first.after == () and second.after
         assert all(flows[i].src == g or flows[i].dst == g for i in second.after)
     # every collective root waits on its sending rank's compute of that iteration
-    roots = [f for f in w.flows if f.id.startswith("a/it0/") and not any(a.startswith("a/it0/p1") for a in f.after)]
+    roots = [
+        f for f in w.flows if f.id.startswith("a/it0/") and not any(a.startswith("a/it0/p1") for a in f.after)
+    ]
     assert roots and all(f"a/it0/p0/{f.src}" in f.after for f in roots)
     assert set(ends[-1]) <= set(flows) | set(tasks)
 
