@@ -73,10 +73,21 @@ def test_json_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (("a<->b", 0.0, ("a->b",)), r"SharedResource \(id 'a<->b'\)\.capacity: must be > 0, got 0.0"),
+        (("a<->b", float("nan"), ("a->b",)), r"capacity: must be a finite number"),
+        (("a<->b", "fast", ("a->b",)), r"capacity"),
+    ],
+)
+def test_bad_shared_resource_values_fail_at_construction(args, match):
+    with pytest.raises(ScenarioError, match=match):
+        SharedResource(*args)
+
+
+@pytest.mark.parametrize(
     ("shared", "match"),
     [
-        (SharedResource("a<->b", 0.0, ("a->b",)), r"shared\[0\] \(id 'a<->b'\)\.capacity: must be > 0"),
-        (SharedResource("a<->b", float("nan"), ("a->b",)), r"capacity: must be a finite number"),
         (SharedResource("x", 1.0, ("a->z",)), r"shared\[0\] \(id 'x'\)\.links\[0\]: unknown link id 'a->z'"),
         (SharedResource("x", 1.0, ("a->b",), via=("q",)), r"\.via\[0\]: unknown link id 'q'"),
         (SharedResource("x", 1.0, ()), r"\.links: must name at least one link"),
