@@ -42,9 +42,12 @@ def _predict(args: argparse.Namespace) -> int:
     from netsim.topology import load
 
     from ._calibrate_cli import read_traces
-    from .cli import check_output_path
+    from .cli import check_outputs
 
-    check_output_path(args.json, "--json", (".json",))
+    check_outputs(
+        {**{f"trace {t}": t for t in args.traces}, "--params": args.params},
+        {"--json": (args.json, (".json",))},
+    )
     topo, staged = load(args.params, p2p=True), load(args.params, p2p=False)
     if topo.software is None:
         print(
