@@ -271,8 +271,6 @@ def _collective(args: argparse.Namespace) -> int:
     collective = build(
         ranks, rows[-1][0], algorithm=algo, channels=args.channels, chunks=args.chunks, **extra
     )
-    for line in notes:
-        print(f"netsim: {line}", file=sys.stderr)
     print(
         f"netsim: simulating {args.op} on {topo.name} ({n} ranks, {len(rows)} sizes, one batched run; the first "
         "run of a shape compiles for a few seconds)",
@@ -288,7 +286,7 @@ def _collective(args: argparse.Namespace) -> int:
     if args.search_rings:
         print(f"netsim: searching ring orders at {rows[-1][0]} B", file=sys.stderr)
         search = studies.search_rings(topo, ranks, size=rows[-1][0], chunks=args.chunks)
-        print(format_rings(search))
+        print(format_rings(search, fitted_costs=topo.software is not None))
     if args.json:
         from ._checks import to_json, write_atomic
 
@@ -346,12 +344,13 @@ def format_table(args, topo, ranks, algo, table, counts, *, root: int, notes=())
     return "\n".join(lines)
 
 
-def format_rings(search) -> str:
+def format_rings(search, *, fitted_costs: bool = False) -> str:
     """The best ring orders of a `RingSearch` and the default order, with their busbw."""
+    note = " from link figures only (no fitted software costs)" if fitted_costs else ""
     lines = [
         "",
         f"# ring search: ring AllReduce of {search.size:.0f} B per order, {search.evaluated} rings simulated "
-        "(netsim.studies.search_rings)",
+        f"(netsim.studies.search_rings){note}",
         f"# {'ring':<8} {'busbw (GB/s)':>12} {'time (us)':>11}  order (-> staged hop: via node)",
     ]
     for label, plan in [
