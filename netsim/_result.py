@@ -15,6 +15,8 @@ from ._compile import Compiled
 from ._units import format_quantity
 from .kernels import Status
 
+HDF5_VERSION = 2  # 2: ids, routes, units on every dataset, devices; 1: times and link totals only
+
 
 @dataclasses.dataclass(frozen=True)
 class Timing:
@@ -220,46 +222,121 @@ class Result:
     def _save_hdf5(self, path: str) -> None:
         import h5py
 
+        text = h5py.string_dtype()
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs.update(
+                format="netsim-result",
+                version=HDF5_VERSION,
                 scenario=self.compiled.scenario.name,
                 makespan=self.makespan,
+                status=int(self.status),
                 events=self.events,
                 rounds=self.rounds,
                 max_rounds=self.max_rounds,
                 wall_time=self.wall_time,
+                units=to_json({"makespan": "s", "wall_time": "s"}),
             )
-            for group, ids, cols in (
-                (
-                    "flows",
-                    self.flow_ids,
-                    {
-                        "start": self.flow_start,
-                        "first_byte": self.flow_first_byte,
-                        "finish": self.flow_finish,
-                    },
-                ),
-                ("tasks", self.task_ids, {"start": self.task_start, "finish": self.task_finish}),
-                (
-                    "links",
-                    self.link_ids,
-                    {"bytes": self.link_bytes, "busy": self.link_busy, "utilization": self.link_utilization},
-                ),
-                (
-                    "shared",
-                    self.shared_ids,
-                    {
-                        "bytes": self.shared_bytes,
-                        "busy": self.shared_busy,
-                        "utilization": self.shared_utilization,
-                    },
-                ),
-            ):
+            for group, columns in self.tables().items():
                 g = f.create_group(group)
-                g["id"] = np.array(ids, dtype=h5py.string_dtype())
-                for name, col in cols.items():
-                    g[name] = col
-            f["flows"]["held"] = self.held
+                for name, (values, unit) in columns.items():
+                    values = np.asarray(values)
+                    dtype = text if values.dtype.kind in "OUS" else values.dtype
+                    g.create_dataset(name, data=values, dtype=dtype).attrs["units"] = unit
+
+    def tables(self) -> dict[str, dict[str, tuple[np.ndarray, str]]]:
+        """The HDF5 layout (docs/scenario-format.md): group -> dataset -> (values, units), in scenario order.
+
+        Ids are strings; `flows/route` [flows, R] holds each route's links as indices into `links/id`,
+        `flows/shared` [flows, K] the shared resources crossed as indices into `shared/id` (-1 pads both);
+        `flows/held` [flows, R + K] is the time each of those held the flow back (its route's columns, then
+        its shared ones).
+        """
+        sc = self.compiled.scenario
+        link_index = _positions(self.link_ids)
+        shared_index = _positions(self.shared_ids)
+        n = len(self.flow_ids)
+        routes = [[h for h in hops if h in link_index] for hops in self.compiled.hops[:n]]
+        crossed = [[h for h in hops if h in shared_index] for hops in self.compiled.hops[:n]]
+        r = max([len(x) for x in routes] + [0])
+        k = max([len(x) for x in crossed] + [0])
+        route = np.full((n, r), -1, np.int32)
+        shared = np.full((n, k), -1, np.int32)
+        held = np.zeros((n, r + k))
+        for i, (path, res) in enumerate(zip(routes, crossed, strict=True)):
+            route[i, : len(path)] = [link_index[x] for x in path]
+            shared[i, : len(res)] = [shared_index[x] for x in res]
+            # held follows Compiled.hops: the route's links, then the shared resources
+            held[i, : len(path)] = self.held[i, : len(path)]
+            held[i, r : r + len(res)] = self.held[i, len(path) : len(path) + len(res)]
+        links = {x.id: x for x in sc.links}
+        return {
+            "flows": {
+                "id": (np.array(self.flow_ids, dtype=object), ""),
+                "src": (np.array([x.src for x in sc.flows], dtype=object), ""),
+                "dst": (np.array([x.dst for x in sc.flows], dtype=object), ""),
+                "bytes": (np.array([x.bytes for x in sc.flows], float), "B"),
+                "start": (self.flow_start, "s"),
+                "first_byte": (self.flow_first_byte, "s"),
+                "finish": (self.flow_finish, "s"),
+                "route": (route, "index into links/id (-1: none)"),
+                "shared": (shared, "index into shared/id (-1: none)"),
+                "held": (held, "s"),
+            },
+            "tasks": {
+                "id": (np.array(self.task_ids, dtype=object), ""),
+                "device": (np.array([t.device for t in sc.tasks], dtype=object), ""),
+                "start": (self.task_start, "s"),
+                "finish": (self.task_finish, "s"),
+            },
+            "links": {
+                "id": (np.array(self.link_ids, dtype=object), ""),
+                "src": (np.array([links[i].src for i in self.link_ids], dtype=object), ""),
+                "dst": (np.array([links[i].dst for i in self.link_ids], dtype=object), ""),
+                "bandwidth": (self.link_bandwidth, "B/s"),
+                "latency": (np.array([links[i].latency for i in self.link_ids], float), "s"),
+                "bytes": (self.link_bytes, "B"),
+                "busy": (self.link_busy, "s"),
+                "utilization": (self.link_utilization, "1"),
+            },
+            "shared": {
+                "id": (np.array(self.shared_ids, dtype=object), ""),
+                "capacity": (np.array([x.capacity for x in sc.shared], float), "B/s"),
+                "bytes": (self.shared_bytes, "B"),
+                "busy": (self.shared_busy, "s"),
+                "utilization": (self.shared_utilization, "1"),
+            },
+            "devices": {
+                "id": (np.array(self.device_ids, dtype=object), ""),
+                "busy": (self.device_busy, "s"),
+            },
+        }
+
+    def to_pandas(self) -> dict[str, Any]:
+        """{"flows", "tasks", "links"} -> pandas.DataFrame indexed by id, with the columns of `tables()`
+        (a flow's `route` as a tuple of link ids, its `held` left out: see `bottlenecks`). Each frame's
+        `attrs["units"]` maps column -> unit. Needs pandas: `pip install "netsim[pandas]"`.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError(
+                'Result.to_pandas needs pandas, which is not installed: pip install "netsim[pandas]"'
+            ) from None
+        tables = self.tables()
+        route = tables["flows"].pop("route")[0]
+        for column in ("shared", "held"):
+            tables["flows"].pop(column)
+        out = {}
+        for group in ("flows", "tasks", "links"):
+            columns = tables[group]
+            frame = pd.DataFrame({name: values for name, (values, _) in columns.items()}).set_index("id")
+            if group == "flows":
+                frame["route"] = [tuple(self.link_ids[j] for j in row if j >= 0) for row in route]
+            frame.attrs["units"] = {name: unit for name, (_, unit) in columns.items() if name != "id"} | (
+                {"route": "link ids"} if group == "flows" else {}
+            )
+            out[group] = frame
+        return out
 
     def summary(self, top: int = 5) -> str:
         """A readable table: totals, the slowest flows with their bottleneck, the busiest links."""

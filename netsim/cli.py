@@ -149,7 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
         "exact; errors in docs/performance.md)",
     )
     run.set_defaults(handler=_run)
-    for module in ("netsim._sweep_cli", "netsim._calibrate_cli", "netsim._predict_cli"):
+    for module in (
+        "netsim._sweep_cli",
+        "netsim._calibrate_cli",
+        "netsim._predict_cli",
+        "netsim._collective_cli",
+        "netsim._presets_cli",
+    ):
         try:
             importlib.import_module(module).register(sub)
         except ModuleNotFoundError as e:
