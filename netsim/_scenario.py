@@ -138,7 +138,12 @@ class Scenario:
             raise ScenarioError(f"scenario: expected a JSON object, got {type(data).__name__}")
         unknown = set(data) - {"links", "shared", "flows", "tasks", "per_hop_latency", "name", "description"}
         if unknown:
-            raise ScenarioError(f"scenario: unknown top-level field(s) {sorted(map(str, unknown))}")
+            hint = (
+                "; this is a sweep spec: run it with `netsim sweep`"
+                if {"scenario", "axes"} <= set(data)
+                else ""
+            )
+            raise ScenarioError(f"scenario: unknown top-level field(s) {sorted(map(str, unknown))}{hint}")
         links = [_read(Link, row, f"links[{i}]") for i, row in enumerate(_rows(data, "links"))]
         shared = [_read(SharedResource, row, f"shared[{i}]") for i, row in enumerate(_rows(data, "shared"))]
         flows = [_read(Flow, row, f"flows[{i}]") for i, row in enumerate(_rows(data, "flows"))]

@@ -349,3 +349,8 @@ def test_checks():
     with pytest.raises(ScenarioError, match="size: must be > 0, got 0"):
         quantity(0, "bytes", "size", positive=True)
     assert identifier("gpu 0/µ", "id") == "gpu 0/µ"  # spaces and non-ASCII letters are printable
+
+
+def test_a_sweep_spec_given_to_run_says_to_use_netsim_sweep():
+    with pytest.raises(ScenarioError, match=r"this is a sweep spec: run it with `netsim sweep`"):
+        Scenario.from_dict({"scenario": "base.json", "axes": []})
