@@ -429,3 +429,21 @@ def test_post_run_check_allows_the_tie_rule_and_skips_unfinished_runs():
     # an unfinished run keeps its infinite finish times: no post-run check, the status says why
     r = netsim.simulate(SHARED_CASE, max_events=2, throw=False)
     assert r.status & netsim.Status.MAX_EVENTS and not np.isfinite(r.flow_finish).all()
+
+
+def test_sweep_outputs_are_checked_before_the_plan(tmp_path, capsys):
+    from netsim.cli import main
+
+    spec = tmp_path / "spec.h5"  # a spec file named like an output: --out must not replace it
+    spec.write_text(json.dumps({"base": "absent.json", "axes": []}))
+    out = tmp_path / "r.h5"
+    for argv, message in (
+        (["--out", str(tmp_path / "no" / "r.h5")], "--out: folder"),
+        (["--out", str(spec)], "is also the spec; refusing to overwrite it"),
+        (["--out", str(out), "--plot", str(tmp_path / "m.h5")], "--plot: unknown output type '.h5'"),
+        (["--out", str(out), "--plot", str(tmp_path / "no" / "m.png")], "--plot: folder"),
+    ):
+        assert main(["sweep", str(spec), *argv, "--no-compile-cache"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+    assert spec.read_text().startswith("{") and sorted(p.name for p in tmp_path.iterdir()) == ["spec.h5"]
