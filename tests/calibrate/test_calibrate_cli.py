@@ -210,3 +210,21 @@ def test_end_to_end_with_a_topo_file(tmp_path, capsys):
         len(spec.link_classes),
     )
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.xfail(
+    raises=ValueError,
+    strict=True,
+    reason="open: topology.from_calibration reads shared capacities with a bare float(); a string there "
+    "escapes as ValueError (exit 1) instead of a ScenarioError naming shared.<id>",
+)
+def test_predict_refuses_a_shared_capacity_that_is_not_a_number(tmp_path):
+    from netsim import ScenarioError
+    from netsim.topology import load
+
+    values = json.loads(json.dumps(CALIBRATED["rtx4090-8x-epyc7542"]))
+    values["shared"][next(iter(values["shared"]))] = "abc"
+    path = tmp_path / "params.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ScenarioError, match="shared"):
+        load(str(path))
