@@ -53,33 +53,74 @@ def topology_entry(value: str) -> str | dict | None:
 
 
 def read_traces(paths):
-    """Traces from text logs or HDF5 files (TraceError naming the file and line)."""
+    """Traces from text logs or HDF5 files, their measured values checked (TraceError naming the file
+    and line): see `check_trace`."""
     from netsim.calibrate import load_trace, read_trace
 
-    return [load_trace(t) if t.endswith((".h5", ".hdf5")) else read_trace(t) for t in paths]
+    traces = [load_trace(t) if t.endswith((".h5", ".hdf5")) else read_trace(t) for t in paths]
+    for trace in traces:
+        check_trace(trace)
+    return traces
+
+
+def check_trace(trace) -> None:
+    """Raises TraceError naming the file, line and cell of a measured value outside netsim's limits (see
+    `netsim._checks`): a copy bandwidth outside [1e-6, 1e30] B/s or a latency not in (0, 1e15) s; a
+    collective's usable time at or above 1e15 s or a size at or above 1e18 B. Such a value would overflow
+    the fit's loss (a 1e300 GB/s cell) rather than fit; unusable cells (N/A, wrong) are left to `usable`."""
+    import numpy as np
+
+    from netsim.calibrate import NcclTable, P2PMatrix, TraceError
+
+    from ._checks import quantity
+    from ._errors import ScenarioError
+
+    for t in trace.tables:
+        try:
+            if isinstance(t, P2PMatrix) and t.kind != "connectivity":
+                kind = "time" if t.kind == "latency" else "bandwidth"
+                for (i, j), v in np.ndenumerate(t.values):
+                    quantity(float(v), kind, f"{t.kind} matrix, cell [{i}, {j}]", positive=True)
+            elif isinstance(t, NcclTable):
+                for r, size in enumerate(t.size):
+                    quantity(float(size), "bytes", f"{t.op or 'nccl-tests'} table, row {r}: size")
+                for (r, g), v in np.ndenumerate(np.where(t.usable, t.time, 0.0)):
+                    quantity(float(v), "time", f"{t.op or 'nccl-tests'} table, row {r}, {t.groups[g]} time")
+        except ScenarioError as e:
+            raise TraceError(f"{trace.source}:{t.line}: {e}") from None
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from netsim.calibrate import TraceError, calibrate, plot_fit
+    from netsim.calibrate import calibrate, plot_fit
     from netsim.calibrate.presets import save
     from netsim.topology import PRESETS, load
 
+    from ._checks import count, number
+    from ._errors import ScenarioError, SimulationError
+    from .cli import check_outputs
+
+    # every argument is checked before the topology is built, the traces are read or the fit compiles
+    steps, lr = count(args.steps, "--steps"), number(args.lr, "--lr", positive=True)
+    inputs = {f"trace {t}": t for t in args.traces} | (
+        {"--topology": args.topology} if os.path.isfile(args.topology) else {}
+    )
+    check_outputs(inputs, {"--out": (args.out, (".json",)), "--plot": (args.plot, (".png",))})
     entry = topology_entry(args.topology)
     if entry is None:
-        print(
-            f"netsim: error: --topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) "
-            "nor a file",
-            file=sys.stderr,
+        raise ScenarioError(
+            f"--topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) nor a file"
         )
-        return 2
     topo, staged = load(args.topology, p2p=True), load(args.topology, p2p=False)
+    traces = read_traces(args.traces)
+    # --quiet drops the optimizer's progress, not what calibrate says about the data: tables refused and
+    # points left out (lines starting "refused " or with a trace's name)
+    about_data = ("refused ", *(f"{t.source}:" for t in traces))
+    say = lambda line: print(line, file=sys.stderr)
+    progress = (lambda line: line.startswith(about_data) and say(line)) if args.quiet else say
     try:
-        traces = read_traces(args.traces)
-    except TraceError as e:
-        print(f"netsim: error: {e}", file=sys.stderr)
-        return 2
-    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr))
-    cal = calibrate(traces, topo, staged=staged, steps=args.steps, learning_rate=args.lr, progress=progress)
+        cal = calibrate(traces, topo, staged=staged, steps=steps, learning_rate=lr, progress=progress)
+    except FloatingPointError as e:  # the loss overflowed: the step was too large for these tables
+        raise SimulationError(f"{e} (--lr {lr:g})") from None
     print(cal.report.summary(points=args.points))
     save(args.out, {"topology": entry, **({"device": topo.device} if topo.device else {}), **cal.values()})
     print(f"\nwrote {args.out}")

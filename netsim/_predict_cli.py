@@ -37,15 +37,16 @@ def register(subparsers) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from netsim.calibrate import Params, Spec, TraceError, compare, experiments_from_trace, predict
+    from netsim.calibrate import Params, Spec, compare, experiments_from_trace, predict
     from netsim.calibrate.presets import save
     from netsim.topology import load
 
     from ._calibrate_cli import read_traces
+    from ._errors import ScenarioError
     from .cli import check_outputs
 
     check_outputs(
-        {**{f"trace {t}": t for t in args.traces}, "--params": args.params},
+        {f"trace {t}": t for t in args.traces} | {"--params": args.params},
         {"--json": (args.json, (".json",))},
     )
     topo, staged = load(args.params, p2p=True), load(args.params, p2p=False)
@@ -55,11 +56,7 @@ def _predict(args: argparse.Namespace) -> int:
             "bytes and latencies",
             file=sys.stderr,
         )
-    try:
-        traces = read_traces(args.traces)
-    except TraceError as e:
-        print(f"netsim: error: {e}", file=sys.stderr)
-        return 2
+    traces = read_traces(args.traces)
     spec = Spec.for_topology(topo)
     params = Params.from_topology(spec, topo)
     experiments, notes = [], []
@@ -68,11 +65,7 @@ def _predict(args: argparse.Namespace) -> int:
     for line in notes:
         print(line)
     if not experiments:
-        print(
-            f"netsim: error: no table in {', '.join(args.traces)} can be simulated on {topo.name!r}",
-            file=sys.stderr,
-        )
-        return 2
+        raise ScenarioError(f"no table in {', '.join(args.traces)} can be simulated on {topo.name!r}")
     print(
         f"simulating {len(experiments)} tables ({sum(e.n_points for e in experiments)} points) on {topo.name}; "
         "compiling first (~20 s)",

@@ -7,13 +7,19 @@ import time
 
 import equinox as eqx
 import jax
+import numpy as np
 
 from . import kernels
 from ._compile import Compiled, compile_scenario
-from ._errors import check_status, check_tolerance
+from ._errors import SimulationError, check_status, check_tolerance
 from ._result import Result
 from ._scenario import Scenario
 from ._units import format_quantity
+from .kernels import Status
+from .kernels.engine import TIE
+
+#: relative tolerance of the post-run byte balance (`check_result`)
+CONSERVATION_RTOL = 1e-9
 
 
 @eqx.filter_jit
@@ -95,6 +101,8 @@ def simulate(
     Raises:
         ScenarioError: bad input, naming the field and value.
         SimulationError: the simulation did not finish (unless throw=False); never a silent partial result.
+            Also when a finished run fails the post-run check (`check_result`: finite values, bytes
+            conserved on every resource), which means a bug or a precision limit, never bad input.
     """
     compiled = scenario if isinstance(scenario, Compiled) else compile_scenario(scenario)
     tolerance = check_tolerance(tolerance)
@@ -108,4 +116,65 @@ def simulate(
     wall = time.perf_counter() - t0
     if throw:
         check_status(int(state.status), int(state.events), bound)
+    if int(state.status) == Status.OK:
+        check_result(compiled, state)
     return Result.from_state(compiled, state, wall)
+
+
+def check_result(compiled: Compiled, state: kernels.SimState) -> None:
+    """The post-run check of a finished run (host NumPy, O(items x hops)): every time, byte count and busy
+    time is finite, and every resource carried exactly the bytes of the items crossing it: a link or
+    shared resource the sizes of the flows routed through it, a device its tasks' durations.
+
+    The balance holds to CONSERVATION_RTOL relative, plus what the engine's tie rule may leave unmoved:
+    items finishing within TIE x t of an event finish with it, each short of at most capacity x TIE x
+    makespan on a resource.
+
+    Raises:
+        SimulationError: naming the first item or resource at fault; it means a bug in netsim or a
+            scenario past float64's precision (e.g. nanosecond flows after 1e6 s), never bad input.
+    """
+    n_items = compiled.n_flows + compiled.n_tasks
+    ids = [x.id for x in (*compiled.scenario.flows, *compiled.scenario.tasks)]
+    for name in ("start", "first_byte", "finish"):
+        values = np.asarray(getattr(state, name))[:n_items]
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            kind = "flow" if bad[0] < compiled.n_flows else "task"
+            raise SimulationError(
+                f"post-run check: {kind} {ids[bad[0]]!r} has {name} = {float(values[bad[0]])} in a finished run"
+            )
+    resources = (
+        [x.id for x in compiled.scenario.links]
+        + [r.id for r in compiled.scenario.shared]
+        + list(compiled.devices)
+    )
+    n_res = len(resources)
+    carried = np.asarray(state.resource_bytes)[:n_res]
+    busy = np.asarray(state.resource_busy)[:n_res]
+    for name, values in (("bytes carried", carried), ("busy time", busy)):
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise SimulationError(
+                f"post-run check: resource {resources[bad[0]]!r} has {name} = {float(values[bad[0]])} in a finished run"
+            )
+    route = np.asarray(compiled.program.route)[:n_items]  # padded hops point past the real resources
+    size = np.asarray(compiled.program.size)[:n_items]
+    real = route < n_res
+    expected = np.bincount(
+        route[real], weights=np.broadcast_to(size[:, None], route.shape)[real], minlength=n_res
+    )
+    crossing = np.bincount(route[real], minlength=n_res)
+    makespan = float(np.max(np.asarray(state.finish)[:n_items]))
+    capacity = np.asarray(compiled.network.capacity)[:n_res]
+    slack = CONSERVATION_RTOL * expected + crossing * capacity * TIE * makespan
+    off = np.abs(carried - expected) > slack
+    if off.any():
+        j = int(np.argmax(np.where(off, np.abs(carried - expected) - slack, -np.inf)))
+        unit = "s of work" if j >= n_res - len(compiled.devices) else "bytes"
+        error = abs(carried[j] - expected[j]) / max(expected[j], 1e-300)
+        raise SimulationError(
+            f"post-run check: resource {resources[j]!r} carried {float(carried[j])!r} {unit}, but the items "
+            f"crossing it total {float(expected[j])!r} (relative error {error:.3g}); a bug in netsim or a "
+            "scenario past float64's precision: please report it"
+        )

@@ -42,8 +42,15 @@ def _sweep(args: argparse.Namespace) -> int:
     from netsim.sweep import SweepError, load_spec
     from netsim.sweep._store import check_out_path
 
+    from .cli import check_outputs
+
     try:  # before any work: a bad --out or --chunk-size must not cost a plan, nor leave a file behind
         check_out_path(args.out)
+        # a missing or read-only folder, the spec itself, --plot over --out: refused now, not after the run
+        plots = (".png", ".pdf", ".svg")  # matplotlib writes the format the suffix names
+        check_outputs(
+            {"the spec": args.spec}, {"--out": (args.out, (args.out,)), "--plot": (args.plot, plots)}
+        )
         if args.chunk_size is not None and args.chunk_size < 1:
             raise SweepError(
                 f"--chunk-size: expected a positive number of points per batch, got {args.chunk_size}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 import netsim
@@ -354,3 +355,100 @@ def test_checks():
 def test_a_sweep_spec_given_to_run_says_to_use_netsim_sweep():
     with pytest.raises(ScenarioError, match=r"this is a sweep spec: run it with `netsim sweep`"):
         Scenario.from_dict({"scenario": "base.json", "axes": []})
+
+
+# --- the post-run check (netsim._simulate.check_result) ---------------------------------------------
+
+SHARED_CASE = Scenario(
+    LINKS,
+    [
+        Flow("f1", "a", "c", 3e6),  # a -> b -> c: links ab and bc
+        Flow("f2", "b", "c", 1e6, start=1e-4),  # bc
+        Flow("f3", "b", "a", 2e6, after=("t1",)),  # ba
+    ],
+    [Task("t1", "gpu0", 2e-3), Task("t2", "gpu0", 1e-3, after=("f2",))],
+    shared=[netsim.SharedResource("duplex", 1.5e9, ("ab", "ba"))],
+)
+
+
+def _state(compiled):
+    import jax
+
+    from netsim._simulate import _run
+
+    with jax.enable_x64(True):
+        return jax.device_get(_run(compiled.network, compiled.program, compiled.max_events, 0, 0.0, False))
+
+
+def test_bytes_are_conserved_per_resource():
+    # an independent tally: each link carries its flows' bytes, the shared budget those of ab and ba,
+    # the device its tasks' durations (work in s)
+    r = netsim.simulate(SHARED_CASE)
+    assert dict(zip(r.link_ids, r.link_bytes, strict=True)) == pytest.approx(
+        {"ab": 3e6, "bc": 4e6, "ba": 2e6}, rel=1e-12
+    )
+    assert r.shared_bytes == pytest.approx([5e6], rel=1e-12)
+    assert np.isfinite(r.link_utilization).all() and np.isfinite(r.flow_finish).all()
+
+
+@pytest.mark.parametrize(
+    ("field", "index", "value", "message"),
+    [
+        (
+            "resource_bytes",
+            1,
+            4.1e6,
+            r"resource 'bc' carried 4100000\.0 bytes, but the items crossing it total 4000000\.0",
+        ),
+        ("resource_bytes", 3, 4e6, r"resource 'duplex' carried 4000000\.0 bytes, .* total 5000000\.0"),
+        ("resource_bytes", 4, 2e-3, r"resource 'gpu0' carried 0\.002 s of work, .* total 0\.003"),
+        ("resource_bytes", 0, math.nan, r"resource 'ab' has bytes carried = nan"),
+        ("resource_busy", 2, math.inf, r"resource 'ba' has busy time = inf"),
+        ("finish", 2, math.inf, r"flow 'f3' has finish = inf"),
+        ("start", 4, math.nan, r"task 't2' has start = nan"),
+        ("first_byte", 0, -math.inf, r"flow 'f1' has first_byte = -inf"),
+    ],
+)
+def test_post_run_check_names_the_item_or_resource(field, index, value, message):
+    import equinox as eqx
+
+    from netsim._simulate import check_result
+
+    compiled = netsim.compile_scenario(SHARED_CASE)
+    state = _state(compiled)
+    check_result(compiled, state)  # the real run passes
+    bad = np.array(getattr(state, field))
+    bad[index] = value
+    with pytest.raises(netsim.SimulationError, match=f"post-run check: {message}"):
+        check_result(compiled, eqx.tree_at(lambda s: getattr(s, field), state, bad))
+
+
+def test_post_run_check_allows_the_tie_rule_and_skips_unfinished_runs():
+    # "long" finishes at 1000 s; "short" (5.1 B at 1 GB/s, released 5 ns before) would finish 0.1 ns
+    # later, within TIE x t = 1 ns: it finishes with "long" having moved 5 B. The balance allows it
+    # (slack 1e9 B/s x 1e-12 x 1000 s = 1 B on bc); a bare 1e-9 relative rule would call it a bug.
+    late = Scenario(LINKS, [Flow("long", "a", "b", 1e12), Flow("short", "b", "c", 5.1, start=1000.0 - 5e-9)])
+    r = netsim.simulate(late)
+    assert r.flow_finish == pytest.approx([1000.0, 1000.0], rel=1e-15)
+    assert r.link_bytes[1] == pytest.approx(5.0, rel=1e-3)  # short of 5.1: the tie rule, not a bug
+    # an unfinished run keeps its infinite finish times: no post-run check, the status says why
+    r = netsim.simulate(SHARED_CASE, max_events=2, throw=False)
+    assert r.status & netsim.Status.MAX_EVENTS and not np.isfinite(r.flow_finish).all()
+
+
+def test_sweep_outputs_are_checked_before_the_plan(tmp_path, capsys):
+    from netsim.cli import main
+
+    spec = tmp_path / "spec.h5"  # a spec file named like an output: --out must not replace it
+    spec.write_text(json.dumps({"base": "absent.json", "axes": []}))
+    out = tmp_path / "r.h5"
+    for argv, message in (
+        (["--out", str(tmp_path / "no" / "r.h5")], "--out: folder"),
+        (["--out", str(spec)], "is also the spec; refusing to overwrite it"),
+        (["--out", str(out), "--plot", str(tmp_path / "m.h5")], "--plot: unknown output type '.h5'"),
+        (["--out", str(out), "--plot", str(tmp_path / "no" / "m.png")], "--plot: folder"),
+    ):
+        assert main(["sweep", str(spec), *argv, "--no-compile-cache"]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+    assert spec.read_text().startswith("{") and sorted(p.name for p in tmp_path.iterdir()) == ["spec.h5"]

@@ -1,51 +1,26 @@
-"""Argument checks and routing helpers shared by the topology builders."""
+"""Argument checks (thin names over `netsim._checks`) and routing helpers shared by the topology builders."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 
+from .._checks import choice as choice
+from .._checks import count as count
+from .._checks import quantity
 from .._routing import LinkGraph
-from .._scenario import ScenarioError
-from .._units import parse_quantity
 from ._topology import Path, Topology
 
 
-def count(value, field: str, *, minimum: int = 1) -> int:
-    """`value` as an int >= minimum; raises ScenarioError naming `field`."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ScenarioError(f"{field}: expected an integer, got {value!r}")
-    if value < minimum:
-        raise ScenarioError(f"{field}: must be >= {minimum}, got {value}")
-    return value
-
-
 def bandwidth(value, field: str) -> float:
-    """Bytes/s from a number (B/s) or a string with a unit ("25 GB/s", "400Gbps"); must be > 0."""
-    try:
-        out = parse_quantity(value, "bandwidth", field)
-    except ValueError as e:
-        raise ScenarioError(str(e)) from None
-    if not math.isfinite(out) or out <= 0:
-        raise ScenarioError(f"{field}: must be a finite bandwidth > 0, got {value!r}")
-    return out
+    """Bytes/s from a number (B/s) or a string with a unit ("25 GB/s", "400Gbps"): `netsim._checks.quantity`
+    (in [1e-6, 1e30] B/s; ScenarioError naming `field` otherwise)."""
+    return quantity(value, "bandwidth", field)
 
 
 def latency(value, field: str) -> float:
-    """Seconds from a number (s) or a string with a unit ("2 us"); must be >= 0."""
-    try:
-        out = parse_quantity(value, "time", field)
-    except ValueError as e:
-        raise ScenarioError(str(e)) from None
-    if not math.isfinite(out) or out < 0:
-        raise ScenarioError(f"{field}: must be a finite time >= 0, got {value!r}")
-    return out
-
-
-def choice(value, field: str, options: Collection[str]) -> str:
-    if value not in options:
-        raise ScenarioError(f"{field}: unknown value {value!r}; expected one of {sorted(options)}")
-    return value
+    """Seconds from a number (s) or a string with a unit ("2 us"): `netsim._checks.quantity` (>= 0 and
+    below 1e15 s; ScenarioError naming `field` otherwise)."""
+    return quantity(value, "time", field)
 
 
 def transit_route(topo: Topology, src: str, dst: str, transit: Collection[str]) -> Path:

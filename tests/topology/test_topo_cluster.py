@@ -123,14 +123,14 @@ def test_rail_optimized_same_rail_stays_on_its_leaf():
     ("build", "message"),
     [
         (lambda: fat_tree(3), "k: a k-ary fat-tree needs an even k, got 3"),
-        (lambda: fat_tree(0), "k: must be >= 2, got 0"),
+        (lambda: fat_tree(0), "k: expected an integer >= 2, got 0"),
         (lambda: leaf_spine(2, 2, 2, oversubscription=2, uplink_bandwidth=1e9), "not both"),
         (
             lambda: leaf_spine(2, 2, 2, oversubscription=0),
             "oversubscription: must be a finite number > 0, got 0",
         ),
         (lambda: leaf_spine(1, 1, 1), "at least 2 hosts"),
-        (lambda: leaf_spine(2, 0, 2), "spines: must be >= 1, got 0"),
+        (lambda: leaf_spine(2, 0, 2), "spines: expected an integer >= 1, got 0"),
         (lambda: leaf_spine(2, 2, 2, host_bandwidth="1 TB"), "host_bandwidth: unknown bandwidth unit"),
         (lambda: rail_optimized(1, 1), "at least 2 NICs"),
         (lambda: oversubscription_ratio(fat_tree(2), "core0"), "no upstream links"),

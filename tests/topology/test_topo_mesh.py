@@ -128,14 +128,14 @@ def test_failed_link_falls_back_to_yx_then_any_path():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(rows=0, cols=2), "rows: must be >= 1, got 0"),
+        (dict(rows=0, cols=2), "rows: expected an integer >= 1, got 0"),
         (dict(rows=1, cols=1), "at least 2 chiplets"),
-        (dict(rows=2.5, cols=2), "rows: expected an integer, got 2.5"),
+        (dict(rows=2.5, cols=2), "rows: expected an integer >= 1, got 2.5"),
         (dict(rows=2, cols=2, hbm="top"), "hbm: unknown value 'top'"),
-        (dict(rows=2, cols=2, d2d_bandwidth=-1), "d2d_bandwidth: must be a finite bandwidth > 0, got -1"),
+        (dict(rows=2, cols=2, d2d_bandwidth=-1), "d2d_bandwidth: must be > 0, got -1"),
         (dict(rows=2, cols=2, d2d_bandwidth="fast"), "d2d_bandwidth: cannot read 'fast'"),
         (dict(rows=2, cols=2, hbm_bandwidth="3 us"), "hbm_bandwidth: unknown bandwidth unit"),
-        (dict(rows=2, cols=2, d2d_latency=-1e-9), "d2d_latency: must be a finite time >= 0"),
+        (dict(rows=2, cols=2, d2d_latency=-1e-9), "d2d_latency: must be >= 0, got -1e-09"),
         (dict(rows=2, cols=2, io_dies=3), "io_dies: at most cols=2"),
         (dict(rows=2, cols=2, torus="yes"), "torus: expected True or False"),
     ],

@@ -118,12 +118,12 @@ def test_preset_figures_and_overrides():
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        (lambda: pcie_server(0), "gpus: must be >= 1, got 0"),
-        (lambda: pcie_server(4, sockets=0), "sockets: must be >= 1, got 0"),
+        (lambda: pcie_server(0), "gpus: expected an integer >= 1, got 0"),
+        (lambda: pcie_server(4, sockets=0), "sockets: expected an integer >= 1, got 0"),
         (lambda: pcie_server(3, nvlink_pairs=4), "gpus must be even, got gpus=3"),
         (lambda: pcie_server(4, p2p="no"), "p2p: expected True or False"),
-        (lambda: pcie_server(4, gpus_per_switch=-1), "gpus_per_switch: must be >= 0"),
-        (lambda: pcie_server(4, pcie_bandwidth=0), "pcie_bandwidth: must be a finite bandwidth > 0, got 0"),
+        (lambda: pcie_server(4, gpus_per_switch=-1), "gpus_per_switch: expected an integer >= 0, got -1"),
+        (lambda: pcie_server(4, pcie_bandwidth=0), "pcie_bandwidth: must be > 0, got 0"),
         (lambda: pcie_server(4, socket_latency="1 GB"), "socket_latency: unknown time unit"),
         (lambda: pcie_server(4, bogus=1), "bogus"),
         (lambda: ServerPlan(2, 3, {}, {}, {}), "3 NUMA nodes cannot be split evenly over sockets=2"),
