@@ -22,6 +22,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from netsim import BatchRun, ScenarioError, SimulationError
+from netsim._checks import count, number
 
 from ._model import Batch, Experiment, Params, batches, simulate
 from ._model import times as simulated_times
@@ -149,6 +150,10 @@ def fit(
     """
     if not experiments:
         raise ScenarioError("fit: no experiments to fit")
+    steps = count(steps, "fit: steps")
+    learning_rate = number(learning_rate, "fit: learning_rate", positive=True)
+    patience, log_every = count(patience, "fit: patience"), count(log_every, "fit: log_every")
+    tol, target = number(tol, "fit: tol"), number(target, "fit: target")
     laid, where = batches(experiments)
     schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.01)
     with (

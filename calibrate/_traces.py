@@ -954,6 +954,8 @@ class _Reader:
         if na and text.upper() == "N/A":
             return math.nan
         if kind is int and _INT.match(text):
+            if len(text.lstrip("+-")) > 15:  # beyond any measured count, and beyond float64's exact integers
+                self.fail(i, f"{column}: {text[:20]}... ({len(text)} digits) is not a plausible count")
             return int(text)
         if kind is float and _NUMBER.match(text):
             return float(text)

@@ -220,12 +220,6 @@ def test_garbled_traces_raise_netsim_errors_only(tmp_path, name):
     assert failures > 10  # many garbles are caught; the rest read as marked or unaffected tables
 
 
-@pytest.mark.xfail(
-    raises=OverflowError,
-    strict=True,
-    reason="open: calibrate/_traces.py converts matrix rows with np.asarray(rows, float), and a 400-digit "
-    "integer cell (in a connectivity matrix) escapes as OverflowError instead of a TraceError naming file:line",
-)
 def test_a_400_digit_cell_is_a_trace_error(tmp_path):
     from netsim._calibrate_cli import read_traces
     from netsim.data import trace_path

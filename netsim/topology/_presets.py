@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._checks import quantity
 from .._scenario import ScenarioError
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
@@ -272,19 +273,27 @@ def from_calibration(
         c = link_class(topo, link.id)
         if c not in classes:
             raise ScenarioError(f"{where}: link_classes: no entry for class {c!r} (link {link.id!r})")
-        try:
-            links.append(
-                dataclasses.replace(
-                    link, bandwidth=float(classes[c]["bandwidth"]), latency=float(classes[c]["latency"])
-                )
+        entry = classes[c]
+        if not isinstance(entry, Mapping) or not {"bandwidth", "latency"} <= set(entry):
+            raise ScenarioError(f"{where}: link_classes.{c}: expected bandwidth and latency, got {entry!r}")
+        field = f"{where}: link_classes.{c}"
+        links.append(
+            dataclasses.replace(
+                link,
+                bandwidth=quantity(entry["bandwidth"], "bandwidth", f"{field}.bandwidth", positive=True),
+                latency=quantity(entry["latency"], "time", f"{field}.latency"),
             )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ScenarioError(f"{where}: link_classes.{c}: {e}") from None
+        )
     capacity = values.get("shared", {})
     missing = [r.id for r in topo.shared if r.id not in capacity]
     if missing:
         raise ScenarioError(f"{where}: shared: no capacity for {missing[:3]}")
-    shared = tuple(dataclasses.replace(r, capacity=float(capacity[r.id])) for r in topo.shared)
+    shared = tuple(
+        dataclasses.replace(
+            r, capacity=quantity(capacity[r.id], "bandwidth", f"{where}: shared.{r.id}", positive=True)
+        )
+        for r in topo.shared
+    )
     software = CollectiveCosts.from_dict(values, where=where) if "regimes" in values else None
     return dataclasses.replace(
         topo,

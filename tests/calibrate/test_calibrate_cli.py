@@ -212,12 +212,6 @@ def test_end_to_end_with_a_topo_file(tmp_path, capsys):
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
-@pytest.mark.xfail(
-    raises=ValueError,
-    strict=True,
-    reason="open: topology.from_calibration reads shared capacities with a bare float(); a string there "
-    "escapes as ValueError (exit 1) instead of a ScenarioError naming shared.<id>",
-)
 def test_predict_refuses_a_shared_capacity_that_is_not_a_number(tmp_path):
     from netsim import ScenarioError
     from netsim.topology import load
@@ -226,5 +220,24 @@ def test_predict_refuses_a_shared_capacity_that_is_not_a_number(tmp_path):
     values["shared"][next(iter(values["shared"]))] = "abc"
     path = tmp_path / "params.json"
     path.write_text(json.dumps(values))
-    with pytest.raises(ScenarioError, match="shared"):
+    with pytest.raises(ScenarioError, match=r"shared\.socket0<->socket1: .*'abc'"):
         load(str(path))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"steps": -1}, r"fit: steps: expected an integer >= 1, got -1"),
+        ({"learning_rate": float("nan")}, r"fit: learning_rate: must be a finite number, got nan"),
+        ({"learning_rate": 0.0}, r"fit: learning_rate: must be > 0"),
+    ],
+)
+def test_library_fit_options_are_checked_before_fitting(kwargs, match):
+    from netsim import ScenarioError
+    from netsim.calibrate import calibrate, read_trace
+    from netsim.data import trace_path
+    from netsim.topology import preset
+
+    trace = read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
+    with pytest.raises(ScenarioError, match=match):
+        calibrate([trace], preset("rtx4090-8x-epyc7542"), progress=None, **kwargs)
