@@ -88,7 +88,9 @@ def step(
     start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
     first_byte = jnp.where(begin, start + latency, s.first_byte)
     started = s.started | begin
-    moving = started & ~s.done & (first_byte <= t)
+    # the fast mode lets a first byte up to half a window ahead start now, as it lets completions fold in
+    horizon = t + 0.5 * tolerance * jnp.abs(t) if tolerance else t
+    moving = started & ~s.done & (first_byte <= horizon)
 
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
@@ -113,22 +115,24 @@ def step(
     moved_bytes = alloc.load * gap
     held_for = gap
     merged = s.merged
-    if tolerance:  # fast mode (static): every completion and first byte up to a relative window past t_next
-        # joins this event. Rates hold until the window's last event; items finishing inside it finish at
-        # their own time under those rates, and stop crossing their links then.
+    if (
+        tolerance
+    ):  # fast mode (static): every completion up to a relative window past t_next joins this event.
+        # Items finishing inside the window finish at their own time under the current rates; the others take
+        # over their bandwidth from the middle of the window's completions (not its end), so each window moves
+        # them by at most half its width, early or late, and successive windows' errors cancel more than add.
         window = t_next + tolerance * jnp.abs(t_next)
-        last = jnp.maximum(
-            jnp.max(jnp.where(t_done <= window, t_done, -jnp.inf)),
-            jnp.max(jnp.where(t_first <= window, t_first, -jnp.inf)),
-        )
-        t_end = jnp.where(stalled, t, jnp.maximum(t_next, last))
-        late = t_next + TIE * jnp.abs(t_next)
-        merged = merged + jnp.sum(
-            (moving & (t_done > late) & (t_done <= window)) | (t_first > late) & (t_first <= window)
-        ).astype(merged.dtype)
         finishing = moving & (t_done <= window)
+        last = jnp.max(jnp.where(finishing, t_done, -jnp.inf))
+        t_end = jnp.where(stalled, t, jnp.maximum(t_next, 0.5 * (t_next + last)))
+        late = t_next + TIE * jnp.abs(t_next)
+        starts_early = moving & (first_byte > t)  # first bytes inside the horizon, folded into this event
+        merged = merged + jnp.sum(
+            (finishing & (t_done > late)) | ((t_first > late) & (t_first <= t_end)) | starts_early
+        ).astype(merged.dtype)
         finish = jnp.where(finishing, t_done, s.finish)
-        early = jnp.where(finishing, rate * (t_end - t_done), 0.0)  # bytes the load over-counts
+        # load x gap counts each finishing item's rate to t_end: too much if it finished before, too little after
+        early = jnp.where(finishing, rate * (t_end - t_done), 0.0)
         gap = t_end - t
         moved_bytes = alloc.load * gap - to_resources(early, program.route, network.capacity.shape[0], dense)
         held_for = jnp.where(finishing, t_done - t, gap)[:, None]
@@ -187,13 +191,13 @@ def run(
     record: keep the time and per-resource load of the first `record` events (utilization over time).
     dense: sum over resources with an items x resources incidence matrix instead of scatters; default
         when that matrix is small (`maxmin.dense_by_default`). Same answers to rounding either way.
-    tolerance: 0 (exact, the default) or the fast mode's relative window: each event also takes every
-        completion and first byte up to `tolerance` x its time later. Rates then hold across the window
-        (items finishing inside it keep their share until its end; first bytes inside it start moving at
-        its end), so finish times move by about `tolerance` relative (measured in benchmarks/RESULTS.md),
-        and a run needs a number of events that grows with log(makespan / first event) / tolerance
-        instead of with the item count. `merged` counts the
-        completions and first bytes folded in. Static (a Python float).
+    tolerance: 0 (exact, the default) or the fast mode's relative window w: an event at time t also takes
+        every completion up to t (1 + w); items finishing inside the window finish at their own time under
+        the current rates, and the others take over their bandwidth from the middle of the window's
+        completions; a first byte up to w / 2 x t ahead starts now. Each window thus moves a finish by at
+        most half its width, early or late, and a run needs a number of events that grows with
+        log(makespan / first event) / w instead of with the item count. Bytes are conserved exactly.
+        `merged` counts the completions and first bytes folded in. Static (a Python float).
     progress: None, or a function called on the host as progress(events, time, items done) every
         PROGRESS_EVERY events (jax.debug.callback; for long single runs, not under vmap).
 
