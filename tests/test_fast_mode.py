@@ -4,6 +4,7 @@ events, and the same jit/vmap/derivative behaviour."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -100,3 +101,20 @@ def test_batched_and_differentiable():
 def test_bad_tolerance():
     with pytest.raises(netsim.ScenarioError, match=r"tolerance: must be a number in \[0, 0.5\]"):
         netsim.simulate(incast(4), tolerance=-1.0)
+
+
+def test_exact_engine_unchanged_by_the_fast_mode():
+    """tests/data/exact_engine_before_fast_mode.npz holds the results of the engine before the fast mode (and the
+    batch refactor) on these six scenarios; the exact path reproduced them bit for bit on the development machine
+    (checked with array_equal); the test allows 1e-14 for another CPU's XLA code generation."""
+    golden = np.load(Path(__file__).parent / "data" / "exact_engine_before_fast_mode.npz")
+    for seed in range(6):
+        r = netsim.simulate(netsim.compile_scenario(random_scenario(seed), shape=PAD), tolerance=0.0)
+        for name, got in (
+            ("flow_finish", r.flow_finish),
+            ("task_finish", r.task_finish),
+            ("link_bytes", r.link_bytes),
+        ):
+            np.testing.assert_allclose(
+                got, golden[f"{seed}_{name}"], rtol=1e-14, atol=0, err_msg=f"{seed} {name}"
+            )
