@@ -151,7 +151,7 @@ def fit(
     if not experiments:
         raise ScenarioError("fit: no experiments to fit")
     steps = count(steps, "fit: steps")
-    learning_rate = number(learning_rate, "fit: learning_rate", positive=True)
+    learning_rate = number(learning_rate, "fit: learning_rate")  # 0: evaluate only (see `evaluate`)
     patience, log_every = count(patience, "fit: patience"), count(log_every, "fit: log_every")
     tol, target = number(tol, "fit: tol"), number(target, "fit: target")
     laid, where = batches(experiments)

@@ -229,12 +229,13 @@ def test_predict_refuses_a_shared_capacity_that_is_not_a_number(tmp_path):
     [
         ({"steps": -1}, r"fit: steps: expected an integer >= 1, got -1"),
         ({"learning_rate": float("nan")}, r"fit: learning_rate: must be a finite number, got nan"),
-        ({"learning_rate": 0.0}, r"fit: learning_rate: must be > 0"),
+        ({"learning_rate": -0.1}, r"fit: learning_rate: must be >= 0"),
     ],
 )
 def test_library_fit_options_are_checked_before_fitting(kwargs, match):
-    from netsim import ScenarioError
     from netsim.calibrate import calibrate, read_trace
+
+    from netsim import ScenarioError
     from netsim.data import trace_path
     from netsim.topology import preset
 
