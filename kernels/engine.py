@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import equinox as eqx
 import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
-from jaxtyping import Bool, Float
+from jaxtyping import Bool, Float, Int
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, AnyArray, Network, Program, SimState
 from .maxmin import (
@@ -26,7 +23,6 @@ from .maxmin import (
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
 TIE = 1e-12
-PROGRESS_EVERY = 512  # events between progress callbacks: ~1 ms of a large run, a few us of a small one
 
 
 def route_latency(network: Network, program: Program) -> Float[AnyArray, " N"]:
@@ -179,7 +175,8 @@ def run(
     record: int = 0,
     dense: bool | None = None,
     tolerance: float = 0.0,
-    progress: Callable[[Any, Any, Any], None] | None = None,
+    state: SimState | None = None,
+    until: Int[AnyArray, ""] | None = None,
 ) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
@@ -198,8 +195,9 @@ def run(
         most half its width, early or late, and a run needs a number of events that grows with
         log(makespan / first event) / w instead of with the item count. Bytes are conserved exactly.
         `merged` counts the completions and first bytes folded in. Static (a Python float).
-    progress: None, or a function called on the host as progress(events, time, items done) every
-        PROGRESS_EVERY events (jax.debug.callback; for long single runs, not under vmap).
+    state, until: resume from `state` (default `initial_state`) and pause, status OK but items not all done,
+        once `until` events have passed (a traced count: one compile serves every slice). netsim.simulate
+        runs long simulations in slices this way to report progress between them.
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
@@ -219,29 +217,23 @@ def run(
         dense = dense_by_default(program.route.shape[0], n_resources)
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
 
-    def unfinished(s: SimState) -> Bool[AnyArray, ""]:
-        return ~jnp.all(s.done) & (s.events < max_events) & (s.status == OK)
+    stop = max_events if until is None else jnp.minimum(until, max_events)
 
-    padding = jnp.sum(~jnp.any(program.route < n_resources, axis=1))  # done from the start, not reported
+    def unfinished(s: SimState) -> Bool[AnyArray, ""]:
+        return ~jnp.all(s.done) & (s.events < stop) & (s.status == OK)
 
     def body(s: SimState) -> SimState:
-        s = step(
+        return step(
             network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance
         )
-        if progress is not None:
-            jax.lax.cond(
-                s.events % PROGRESS_EVERY == 0,
-                lambda: jax.debug.callback(progress, s.events, s.time, jnp.sum(s.done) - padding),
-                lambda: None,
-            )
-        return s
 
     s = eqxi.while_loop(
         unfinished,
         body,
-        initial_state(program, n_resources, record),
+        initial_state(program, n_resources, record) if state is None else state,
         max_steps=None if loop == "lax" else max_events,
         kind=loop,
     )
-    late = jnp.where(jnp.all(s.done), OK, MAX_EVENTS)
+    paused = (s.events < max_events) & (s.status == OK) if until is not None else False
+    late = jnp.where(jnp.all(s.done) | paused, OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))

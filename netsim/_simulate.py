@@ -24,52 +24,64 @@ CONSERVATION_RTOL = 1e-9
 
 @eqx.filter_jit
 def _run(
+    network: kernels.Network, program: kernels.Program, max_events: int, record: int, tolerance: float
+) -> kernels.SimState:
+    # the one jit: max_events, record and tolerance are Python values, hence static
+    return kernels.run(network, program, max_events=max_events, record=record, tolerance=tolerance)
+
+
+@eqx.filter_jit
+def _resume(
     network: kernels.Network,
     program: kernels.Program,
+    state: kernels.SimState | None,
+    until: np.ndarray,
     max_events: int,
     record: int,
     tolerance: float,
-    progress: bool,
 ) -> kernels.SimState:
-    # the one jit: max_events, record, tolerance and progress are Python values, hence static
+    # `until` is traced: every slice of a run (and of any run of this shape) shares one compile, and the first
+    # slice (state None, so static: a compile of its own) is all a short run needs
     return kernels.run(
-        network,
-        program,
-        max_events=max_events,
-        record=record,
-        tolerance=tolerance,
-        progress=_Progress.report if progress else None,
+        network, program, max_events=max_events, record=record, tolerance=tolerance, state=state, until=until
     )
 
 
-class _Progress:
-    """Progress lines on stderr for long runs: the first after PROGRESS_AFTER s, then every few seconds."""
+class Progress:
+    """Runs a simulation in slices of about SLICE seconds and prints a line on stderr between them, the first
+    after AFTER s: no host callback inside the engine, so JAX's disk cache keeps the compiled slice."""
 
     AFTER = 5.0  # s: short runs stay quiet
     EVERY = 5.0
-    started = 0.0
-    last = 0.0
-    items = 0
+    SLICE = 1.0  # s of engine time per slice: a sync costs ~0.1 ms, negligible at this length
+    FIRST = 4096  # events in the first slice
 
     @classmethod
-    def begin(cls, items: int) -> None:
-        cls.started = cls.last = time.perf_counter()
-        cls.items = items
-
-    @classmethod
-    def report(cls, events, sim_time, done) -> None:
-        now = time.perf_counter()
-        if now - cls.started < cls.AFTER or now - cls.last < cls.EVERY:
-            return
-        cls.last = now
-        wall = now - cls.started
-        print(
-            f"netsim: {int(events)} events ({int(events) / wall:.0f}/s), simulated time "
-            f"{format_quantity(float(sim_time), 'time')}, {int(done)} of {cls.items} items done, "
-            f"{wall:.0f} s",
-            file=sys.stderr,
-            flush=True,
-        )
+    def run(cls, compiled: Compiled, bound: int, record: int, tolerance: float) -> kernels.SimState:
+        network, program = compiled.network, compiled.program
+        started = last = time.perf_counter()
+        state, events, size = None, 0, cls.FIRST
+        while True:
+            t0 = time.perf_counter()
+            until = np.int32(min(events + size, bound))
+            state = _resume(network, program, state, until, bound, record, tolerance)
+            events, done = int(state.events), bool(np.all(jax.device_get(state.done)))
+            if done or events >= bound or int(state.status) != Status.OK:
+                return state
+            took = time.perf_counter() - t0
+            size = max(64, int(size * min(4.0, cls.SLICE / max(took, 1e-3))))
+            now = time.perf_counter()
+            if now - started >= cls.AFTER and now - last >= cls.EVERY:
+                last, wall = now, now - started
+                items = compiled.n_flows + compiled.n_tasks
+                finished = int(np.sum(jax.device_get(state.done)[:items]))
+                print(
+                    f"netsim: {events} events ({events / wall:.0f}/s), simulated time "
+                    f"{format_quantity(float(state.time), 'time')}, {finished} of {items} items done, "
+                    f"{wall:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def simulate(
@@ -96,7 +108,7 @@ def simulate(
             mode that merges the events inside each window (see `netsim.kernels.run`; errors measured in
             benchmarks/RESULTS.md). `Result.merged` counts the events it folded.
         progress: print progress lines (events, simulated time, items done) on stderr when the run
-            takes longer than 5 s (`netsim run` does).
+            takes longer than 5 s (`netsim run` does): the run goes in slices of about a second (`Progress`).
 
     Raises:
         ScenarioError: bad input, naming the field and value.
@@ -108,11 +120,13 @@ def simulate(
     tolerance = check_tolerance(tolerance)
     bound = compiled.max_events if max_events is None else int(max_events)
     t0 = time.perf_counter()
-    _Progress.begin(compiled.n_flows + compiled.n_tasks)
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
-        state = jax.device_get(
-            _run(compiled.network, compiled.program, bound, bound if record else 0, tolerance, progress)
-        )
+        if progress:
+            state = jax.device_get(Progress.run(compiled, bound, bound if record else 0, tolerance))
+        else:
+            state = jax.device_get(
+                _run(compiled.network, compiled.program, bound, bound if record else 0, tolerance)
+            )
     wall = time.perf_counter() - t0
     if throw:
         check_status(int(state.status), int(state.events), bound)

@@ -12,8 +12,7 @@ import traceback
 # XLA's CPU backend runs large loops on a pool of threads, one per core by default, sized by PJRT_NPROC when
 # it starts. One simulation is a long chain of small ops for which the hand-offs cost more than they save
 # (1.3-1.4x slower on 2 cores than with one thread, benchmarks/RESULTS.md); a sweep's batched ops gain from them.
-CPU_THREADS = {"run": 1}
-PROGRESS_ITEMS = 2000  # `netsim run` reports progress on scenarios of at least this many flows and tasks  # per command; the others use one thread per core
+CPU_THREADS = {"run": 1}  # per command; the others use one thread per core
 
 
 def set_cpu_threads(n: int) -> None:
@@ -108,12 +107,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{len(scenario.tasks)} tasks) on {backend}",
         file=sys.stderr,
     )
-    # Progress lines come from a host callback in the engine, and JAX does not cache executables with
-    # callbacks on disk: only runs large enough to take seconds (which compiles do not dominate) report.
-    progress = len(scenario.flows) + len(scenario.tasks) >= PROGRESS_ITEMS
-    result = netsim.simulate(
-        scenario, max_events=args.max_events, tolerance=args.tolerance, progress=progress
-    )
+    result = netsim.simulate(scenario, max_events=args.max_events, tolerance=args.tolerance, progress=True)
     print(result.summary(top=args.top))
     if args.out:
         result.save(args.out)
