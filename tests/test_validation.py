@@ -377,7 +377,7 @@ def _state(compiled):
     from netsim._simulate import _run
 
     with jax.enable_x64(True):
-        return jax.device_get(_run(compiled.network, compiled.program, compiled.max_events, 0, 0.0, False))
+        return jax.device_get(_run(compiled.network, compiled.program, compiled.max_events, 0, 0.0))
 
 
 def test_bytes_are_conserved_per_resource():
