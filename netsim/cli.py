@@ -188,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     except NetsimError as e:  # bad input, or a simulation that cannot finish: the message names the field
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`netsim run ... | head`): nothing of netsim's to report
+        os.dup2(
+            os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()
+        )  # so the exit's flush cannot fail again
+        return 1
     except OSError as e:  # a file that cannot be read or written: the message names it
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
