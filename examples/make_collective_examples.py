@@ -115,7 +115,7 @@ def pcie_ring_allreduce() -> tuple[Scenario, str]:
     text = (
         f"Ring AllReduce of 64 MiB over the 8 GPUs of a dual-socket PCIe server (preset "
         f"rtx4090-8x-epyc7542: 8x RTX 4090 on 2x EPYC 7542, one GPU per NUMA node, measured link figures "
-        f"from shared/traces/m01_*), ring order gpu0..gpu7, 2 us software overhead per step. The ring "
+        f"from netsim/data/traces/m01_*), ring order gpu0..gpu7, 2 us software overhead per step. The ring "
         f"crosses the socket link twice; busbw {c.busbw(t) / 1e9:.2f} GB/s, makespan {t!r} s."
     )
     return c.scenario(topo, name="pcie_ring_allreduce"), text
