@@ -24,7 +24,7 @@ from jax.flatten_util import ravel_pytree
 from netsim import BatchRun, ScenarioError, SimulationError
 from netsim._checks import count, number
 
-from ._model import Batch, Experiment, Params, batches, simulate
+from ._model import Experiment, ExperimentBatch, Params, experiment_batches, simulate_experiments
 from ._model import times as simulated_times
 
 __all__ = [
@@ -47,7 +47,7 @@ Freeze = Iterable[str] | Mapping[str, bool | Sequence[int]]
 
 
 @eqx.filter_jit
-def _step(params: Params, opt_state, batches: tuple[Batch, ...], free: tuple[jax.Array, ...]):
+def _step(params: Params, opt_state, batches: tuple[ExperimentBatch, ...], free: tuple[jax.Array, ...]):
     # The one jit. Residuals are log-time errors; per batch, one JVP per free parameter that can move
     # it (vmapped) gives the Jacobian columns, and the primal gives the simulated times for the report.
     # The engine's status and event counts come back as data: `fit` checks them on the host.
@@ -56,7 +56,7 @@ def _step(params: Params, opt_state, batches: tuple[Batch, ...], free: tuple[jax
 
     def residuals(x, b):
         p = unravel(x)
-        state = simulate(p, b)
+        state = simulate_experiments(p, b)
         return jnp.log(simulated_times(p, b, state)) - jnp.log(b.measured), (state.status, state.events)
 
     for batch, idx in zip(batches, free, strict=True):
@@ -154,7 +154,7 @@ def fit(
     learning_rate = number(learning_rate, "fit: learning_rate")  # 0: evaluate only (see `evaluate`)
     patience, log_every = count(patience, "fit: patience"), count(log_every, "fit: log_every")
     tol, target = number(tol, "fit: tol"), number(target, "fit: target")
-    laid, where = batches(experiments)
+    laid, where = experiment_batches(experiments)
     schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.01)
     with (
         jax.enable_x64(True),

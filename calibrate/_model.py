@@ -34,17 +34,17 @@ from netsim.topology import regime_weights as topology_regime_weights
 from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
 __all__ = [
-    "Batch",
     "Experiment",
+    "ExperimentBatch",
     "Params",
     "Spec",
-    "batches",
     "collective_experiment",
+    "experiment_batches",
     "initial_values",
     "lay_out",
     "p2p_experiment",
     "predict",
-    "simulate",
+    "simulate_experiments",
     "software",
 ]
 
@@ -441,7 +441,7 @@ def p2p_experiment(
 # --- simulation -----------------------------------------------------------------------------------
 
 
-class Batch(eqx.Module):
+class ExperimentBatch(eqx.Module):
     """Experiments of one layout at one padded shape: the engine's inputs, less what the parameters set.
 
     Attributes:
@@ -472,8 +472,8 @@ class Batch(eqx.Module):
 
 def lay_out(
     experiments: Sequence[Experiment], *, shape: Shape | None = None, weights: Sequence[float] | None = None
-) -> Batch:
-    """Experiments of one layout as one Batch, through `netsim.compile_batch` (at least `shape`).
+) -> ExperimentBatch:
+    """Experiments of one layout as one ExperimentBatch, through `netsim.compile_batch` (at least `shape`).
 
     weights: total loss weight per experiment (default: each experiment's own point weights).
     """
@@ -501,7 +501,7 @@ def lay_out(
             ]
         )
     base = kernels.Network(batch.network.capacity[0], batch.network.latency[0])
-    return Batch(
+    return ExperimentBatch(
         batch.program,
         base,
         cls,
@@ -520,7 +520,9 @@ def lay_out(
 CHEAP_BATCH = 2_000_000
 
 
-def batches(experiments: Sequence[Experiment]) -> tuple[tuple[Batch, ...], tuple[tuple[int, int, int], ...]]:
+def experiment_batches(
+    experiments: Sequence[Experiment],
+) -> tuple[tuple[ExperimentBatch, ...], tuple[tuple[int, int, int], ...]]:
     """Lays experiments out in as few batches as pay: experiments of one layout share a batch (padded to a
     common shape by `netsim.compile_batch`) where the padded batch stays cheap (see CHEAP_BATCH) or costs
     at most twice the separate ones. Every experiment weighs 1 / len(experiments) in total.
@@ -556,7 +558,7 @@ def batches(experiments: Sequence[Experiment]) -> tuple[tuple[Batch, ...], tuple
     return tuple(out), tuple(where)
 
 
-def network(params: Params, b: Batch) -> kernels.Network:
+def network(params: Params, b: ExperimentBatch) -> kernels.Network:
     """Per-resource capacity and latency under `params` (other resources keep the compiled figures)."""
     cls, shr = b.resource_class, b.resource_shared
     bw = jnp.exp(params.log_bandwidth)[jnp.maximum(cls, 0)]
@@ -573,7 +575,7 @@ def regime_weights(params: Params, step_bytes: Float[Array, " B"]) -> Float[Arra
     return topology_regime_weights(step_bytes, params.log_threshold, params.log_width, xp=jnp).T
 
 
-def simulate(params: Params, b: Batch, *, loop: str = "lax") -> kernels.SimState:
+def simulate_experiments(params: Params, b: ExperimentBatch, *, loop: str = "lax") -> kernels.SimState:
     """The engine's final state for every point of `b` under `params` (traceable: the fit's loss).
 
     Collective flows pay the regime-blended per-step overhead at their bytes and carry bytes /
@@ -599,14 +601,14 @@ def simulate(params: Params, b: Batch, *, loop: str = "lax") -> kernels.SimState
     return jax.vmap(run, in_axes=netsim.batch_axes(net, prog))(net, prog)
 
 
-def times(params: Params, b: Batch, state: kernels.SimState) -> Float[Array, " B"]:
+def times(params: Params, b: ExperimentBatch, state: kernels.SimState) -> Float[Array, " B"]:
     """Simulated time (s) per point: the makespan, plus the launch cost for collectives."""
     return jnp.max(state.finish, axis=1) + b.collective * jnp.exp(params.log_launch)
 
 
 @eqx.filter_jit
-def _predict(params: Params, b: Batch, loop: str):
-    state = simulate(params, b, loop=loop)
+def _predict(params: Params, b: ExperimentBatch, loop: str):
+    state = simulate_experiments(params, b, loop=loop)
     return times(params, b, state), state.status, state.events
 
 
@@ -614,7 +616,7 @@ def predict(
     params: Params, exp: Experiment | Sequence[Experiment], *, throw: bool = True, loop: str = "lax"
 ) -> BatchRun:
     """Simulates every point of `exp` (one experiment, or several) under `params`, in as few compiled
-    batches as pay (see `batches`). Needs no jit around it.
+    batches as pay (see `experiment_batches`). Needs no jit around it.
 
     Returns a `netsim.BatchRun` over the points of all experiments in order: ["makespan"] is the
     simulated time (s) per point (launch included), `status` the engine's Status per point.
@@ -624,7 +626,7 @@ def predict(
         loop: the engine's loop kind ("lax"; "checkpointed" for reverse-mode derivatives).
     """
     exps = [exp] if isinstance(exp, Experiment) else list(exp)
-    laid, where = batches(exps)
+    laid, where = experiment_batches(exps)
     params = jax.tree.map(jnp.asarray, params)
     with jax.enable_x64(True):
         out = [jax.device_get(_predict(params, b, loop)) for b in laid]

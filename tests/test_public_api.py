@@ -203,10 +203,10 @@ def test_calibrate_names():
         "p2p_experiment",
         "experiments_from_trace",
         "ranks_of",
-        "Batch",
-        "batches",
+        "ExperimentBatch",
+        "experiment_batches",
         "lay_out",
-        "simulate",
+        "simulate_experiments",
         "predict",
         "software",
         "refusal",  # the model
