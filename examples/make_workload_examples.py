@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import netsim
-from netsim._scenario import write_atomic
+from netsim._checks import write_atomic
 from netsim.data import trace_path
 from netsim.studies import colocation_matrix, run_jobs
 from netsim.topology import cluster, leaf_spine, pcie_server

@@ -172,14 +172,16 @@ def _temp_name(path: str) -> str:
     return os.path.join(folder, f".{name}.tmp-{os.getpid()}")
 
 
-def _remove_stale(path: str) -> None:
-    """Removes `.NAME.tmp-PID` files of this target left by processes that no longer run (a killed write)."""
+def remove_stale_temps(path: str | os.PathLike) -> list[str]:
+    """Removes `.NAME.tmp-PID` files of this target left by processes that no longer run (a killed write);
+    returns the paths removed."""
     folder, name = os.path.split(os.path.abspath(path))
     prefix = f".{name}.tmp-"
+    removed: list[str] = []
     try:
         entries = os.listdir(folder)
     except OSError:
-        return
+        return removed
     for entry in entries:
         m = _TMP.search(entry)
         if not entry.startswith(prefix) or m is None or len(entry) != len(prefix) + len(m.group(1)):
@@ -196,17 +198,31 @@ def _remove_stale(path: str) -> None:
             continue
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(folder, entry))
+            removed.append(os.path.join(folder, entry))
+    return removed
+
+
+def fsync(path: str | os.PathLike) -> None:
+    """Flushes a file's written pages to disk (through a second descriptor: Linux and macOS semantics)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[str]:
+def atomic_path(path: str | os.PathLike, *, durable: bool = False) -> Iterator[str]:
     """Yields a temporary name beside `path` (`.NAME.tmp-PID`) to write to; renames it onto `path` when the
-    block succeeds and removes it when it fails. Readers never see half a file."""
+    block succeeds and removes it when it fails. Readers never see half a file. durable: fsync the file
+    before the rename, so a crash right after cannot leave a renamed but empty file."""
     path = os.fspath(path)
-    _remove_stale(path)
+    remove_stale_temps(path)
     tmp = _temp_name(path)
     try:
         yield tmp
+        if durable:
+            fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

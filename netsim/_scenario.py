@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._checks import identifier, identifiers, quantity, show, text, to_json, write_atomic
-from ._checks import number as check_number  # noqa: F401  (older import place, kept for workloads.jobs)
 from ._errors import ScenarioError
 
 __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"]

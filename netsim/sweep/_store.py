@@ -12,7 +12,6 @@ still marked NOT_RUN; a chunk that fails either check is recomputed, never trust
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import atomic_path, fsync, remove_stale_temps
 from ..kernels import Status
 from ._axes import SweepError
 
@@ -127,22 +127,13 @@ class H5Store:
         """
         import h5py
 
-        tmp = _temp_name(path, os.getpid())
-        try:
-            with h5py.File(tmp, "w") as f:
-                f.attrs.update(
-                    {k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in meta.items()}
-                )
-                for name, (shape, dtype) in columns.items():
-                    _allocated(f, name, shape, dtype, FILL.get(name, np.nan))
-                _allocated(f, "chunk_done", (n_chunks,), np.uint8, 0)
-                _allocated(f, "chunk_checksum", (n_chunks,), np.uint32, 0)
-                _write_tree(f, extra)
-            _fsync(tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        with atomic_path(path, durable=True) as tmp, h5py.File(tmp, "w") as f:
+            f.attrs.update({k: (json.dumps(v) if isinstance(v, dict | list) else v) for k, v in meta.items()})
+            for name, (shape, dtype) in columns.items():
+                _allocated(f, name, shape, dtype, FILL.get(name, np.nan))
+            _allocated(f, "chunk_done", (n_chunks,), np.uint8, 0)
+            _allocated(f, "chunk_checksum", (n_chunks,), np.uint32, 0)
+            _write_tree(f, extra)
         return cls(path)
 
     def write(self, chunk: int, rows: slice, values: Mapping[str, np.ndarray]) -> None:
@@ -150,11 +141,11 @@ class H5Store:
         for k, v in stored.items():
             self.file[k][rows] = v
         self.file.flush()
-        _fsync(self.path)
+        fsync(self.path)
         self.file["chunk_checksum"][chunk] = checksum(stored)  # only once the rows are on disk
         self.file["chunk_done"][chunk] = 1
         self.file.flush()
-        _fsync(self.path)
+        fsync(self.path)
         self.done[chunk] = True
 
     def close(self) -> None:
@@ -182,7 +173,8 @@ def open_store(
     if path is None:
         return MemoryStore(columns, n_chunks, meta)
     path = check_out_path(path)
-    _remove_stale_temps(path)
+    for tmp in remove_stale_temps(path):
+        print(f"netsim sweep: removed {tmp} (left by a killed run)", file=sys.stderr)
     if os.path.exists(path) and not overwrite:
         found = read_meta(path)
         if found.get("fingerprint") != fingerprint:
@@ -252,36 +244,6 @@ def damaged_chunks(f, meta: Mapping[str, Any]) -> list[tuple[int, str]]:
     return out
 
 
-def _temp_name(path: str, pid: int | str) -> str:
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.tmp-{pid}")
-
-
-def _remove_stale_temps(path: str) -> None:
-    """Removes temporary files of `path` left by runs killed while creating it (their process is gone)."""
-    for tmp in glob.glob(glob.escape(_temp_name(path, "")) + "*"):
-        pid = tmp.rpartition(".tmp-")[2]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:  # removed by a concurrent run
-            continue
-        print(f"netsim sweep: removed {tmp} (left by a killed run)", file=sys.stderr)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def _attr(v: Any) -> Any:
     if isinstance(v, bytes):
         v = v.decode()
@@ -310,12 +272,3 @@ def _write_tree(group, tree: Mapping[str, Any]) -> None:
             group.create_dataset(name, data=value.astype(object), dtype=h5py.string_dtype())
         else:
             group.create_dataset(name, data=value)
-
-
-def _fsync(path: str) -> None:
-    # fsync through a second descriptor flushes the file's dirty pages (Linux and macOS semantics)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -16,8 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._checks import number as check_number
 from .._routing import LinkGraph
-from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task, check_number
+from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task
 
 __all__ = [
     "CollectiveCosts",

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from .._scenario import ScenarioError, Task, check_number
+from .._checks import number as check_number
+from .._scenario import ScenarioError, Task
 from ._base import Workload, concat
 from .collectives import allgather, allreduce, alltoall, reducescatter
 
