@@ -103,6 +103,8 @@ class Params(eqx.Module):
         log_copy_overhead: s, once per p2pBandwidthLatencyTest copy (direct, P2P).
         log_staged_overhead: s, once per host-staged copy (P2P off: the driver's bounce through host
             memory costs ~10 us, an order more than a direct copy).
+        log_staged_inefficiency: host-staged copies move bytes at efficiency exp(-exp(.)) of their
+            path's rate (the driver waits on each bounced chunk; NCCL's SHM transport does not).
     """
 
     log_bandwidth: Float[Array, " C"]
@@ -115,6 +117,7 @@ class Params(eqx.Module):
     log_launch: Float[Array, ""]
     log_copy_overhead: Float[Array, ""]
     log_staged_overhead: Float[Array, ""]
+    log_staged_inefficiency: Float[Array, ""]
 
     @classmethod
     def from_values(cls, spec: Spec, values: dict) -> Params:
@@ -150,6 +153,7 @@ class Params(eqx.Module):
             log_launch=log(max(v["launch"], 1e-15)),
             log_copy_overhead=log(max(v["copy_overhead"], 1e-15)),
             log_staged_overhead=log(max(v["staged_overhead"], 1e-15)),
+            log_staged_inefficiency=np.log(-log(min(v.get("staged_efficiency", 1.0), 1 - 1e-9))),
         )
 
     @classmethod
@@ -176,6 +180,7 @@ class Params(eqx.Module):
             "launch": float(np.exp(self.log_launch)),
             "copy_overhead": float(np.exp(self.log_copy_overhead)),
             "staged_overhead": float(np.exp(self.log_staged_overhead)),
+            "staged_efficiency": float(np.exp(-np.exp(self.log_staged_inefficiency))),
         }
 
 
@@ -185,7 +190,9 @@ def software(spec: Spec, params: Params) -> CollectiveCosts:
     regimes = tuple(
         Regime(name, r["overhead"], r["efficiency"], r["up_to"]) for name, r in v["regimes"].items()
     )
-    return CollectiveCosts(regimes, v["width"], v["launch"], v["copy_overhead"], v["staged_overhead"])
+    return CollectiveCosts(
+        regimes, v["width"], v["launch"], v["copy_overhead"], v["staged_overhead"], v["staged_efficiency"]
+    )
 
 
 def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | None = None) -> dict:
@@ -232,9 +239,12 @@ def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | 
             "launch": 0.0,
             "copy_overhead": 1e-6,
             "staged_overhead": 10e-6,
+            "staged_efficiency": 0.9,
         }
     if launch is not None:
         values["launch"] = launch
+    # a fit starts below 1: at exactly 1 (a topology that never saw staged copies) there is no gradient
+    values["staged_efficiency"] = min(values.get("staged_efficiency", 1.0), 0.9)
     return {"link_classes": classes, "shared": shared, **values}
 
 
@@ -311,6 +321,7 @@ class Experiment:
             "log_shared": np.isin(np.arange(params.log_shared.shape[0]), shr),
             "log_copy_overhead": np.array(not self.collective and not staged.all()),
             "log_staged_overhead": np.array(not self.collective and bool(staged.any())),
+            "log_staged_inefficiency": np.array(not self.collective and bool(staged.any())),
         }
         mask = []
         for field in dataclasses.fields(params):
@@ -579,7 +590,8 @@ def simulate_experiments(params: Params, b: ExperimentBatch, *, loop: str = "lax
     """The engine's final state for every point of `b` under `params` (traceable: the fit's loss).
 
     Collective flows pay the regime-blended per-step overhead at their bytes and carry bytes /
-    efficiency (as `CollectiveCosts.apply`); copies pay the copy overhead (staged or direct) once. The
+    efficiency (as `CollectiveCosts.apply`); copies pay the copy overhead (staged or direct) once, and
+    host-staged ones carry bytes / staged efficiency. The
     launch cost is not in the state: see `times`.
     """
     net = network(params, b)
@@ -594,7 +606,9 @@ def simulate_experiments(params: Params, b: ExperimentBatch, *, loop: str = "lax
     copy = jnp.where(b.staged > 0, jnp.exp(params.log_staged_overhead), jnp.exp(params.log_copy_overhead))
     coll = b.collective[:, None]
     extra = jnp.where(b.flow, coll * over + (1.0 - coll) * copy[:, None], 0.0)
-    inflate = jnp.where(b.flow, coll / eff + (1.0 - coll), 1.0)
+    staged = jnp.exp(jnp.exp(params.log_staged_inefficiency))  # 1 / staged efficiency
+    copy_inflate = jnp.where(b.staged > 0, staged, 1.0)[:, None]
+    inflate = jnp.where(b.flow, coll / eff + (1.0 - coll) * copy_inflate, 1.0)
     p = b.program
     prog = kernels.Program(p.route, p.size * inflate, p.release, p.overhead + extra, p.after)
     run = functools.partial(kernels.run, max_events=b.max_events, loop=loop)

@@ -7,20 +7,25 @@ unchanged. Nothing here fits anything; capacities are arguments.
 Transports (see docs/heldout.md for the measurements behind each choice):
 
 - P2P (`p2p_scenario`): the direct path, over an NVLink bridge where there is one.
+- Host memory, any transport: everything a GPU writes to or reads from host memory shares one per-GPU
+  budget (`staging_engines`), both directions together. PCIe reads of host memory (non-posted) slow down
+  while the same GPU writes to host memory: nvbandwidth's bidirectional host copies report ~11-16 GB/s
+  for the host-to-device half on 8 x RTX 4090 and A100 PCIe Gen4 hosts where one direction alone
+  reaches ~25 (NVIDIA/nvbandwidth issues 11, 15, 53).
 - cudaMemcpy with P2P off (`staged_scenario`): the driver bounces the copy through a pinned buffer in
-  the source GPU's NUMA node (D2H, then H2D). The two halves overlap inside the driver, so one copy is
-  one flow over the host route, but both halves of every staged copy in or out of a GPU share one
-  staging budget (`staging_engines`). Measured on m01 (p2pBandwidthLatencyTest, P2P=Disabled): one
-  copy 19.5 GB/s, a copy each way at once 21 GB/s in total. Two dependent, non-overlapped halves would
-  give at most 25.8 / 2 = 12.9 GB/s one way and twice the one-way figure both ways; a shared staging
-  budget gives ~20 both times.
+  the source GPU's NUMA node (D2H, then H2D), chunk by chunk, waiting on each: one flow over the host
+  route that moves its bytes at the staging pipeline's efficiency (`CollectiveCosts.staged_efficiency`,
+  here bytes / efficiency), through both GPUs' host budgets. Measured on m01 (p2pBandwidthLatencyTest,
+  P2P=Disabled): one copy 19.5 GB/s (efficiency x the 25.8 GB/s PCIe path), a copy each way at once
+  ~10.5 GB/s each (efficiency x half the host budget), so the fit gives efficiency ~0.76 and a budget
+  of ~28 GB/s. Two dependent, non-overlapped halves would give at most 25.8 / 2 = 12.9 GB/s one way.
 - NCCL's SHM transport with P2P off (`shm_scenario`): the sender's kernel stores into a host buffer
   that NCCL allocates on the receiver's side (NCCL_SHM_LOCALITY defaults to the receiver, src/transport/
   shm.cc) and the receiver's kernel loads from it, slot by slot (NCCL_STEPS slots per connection), so
   the two PCIe directions and, across sockets, the socket link pipeline: one flow over the host route
-  through the receiver's memory, limited by its bottleneck. No copy engine is involved
-  (NCCL_SHM_USE_CUDA_MEMCPY defaults to 0), so no staging budget applies; DRAM is written and read once
-  per byte (`host_memory`).
+  through the receiver's memory, limited by its bottleneck and both GPUs' host budgets. No copy engine
+  and no driver bounce are involved (NCCL_SHM_USE_CUDA_MEMCPY defaults to 0), so the staging
+  pipeline's efficiency does not apply; DRAM is written and read once per byte (`host_memory`).
 - NVLink-bridged pairs with P2P off (NCCL_P2P_DISABLE=1, or a P2P=Disabled copy) take the host route:
   P2P over the bridge is what P2P off turns off.
 """
@@ -87,10 +92,9 @@ def host_route(topo: Topology, src: str, dst: str, memory: str) -> tuple[str, ..
 def staging_engines(
     topo: Topology, capacity: float, gpus: Sequence[str] | None = None
 ) -> tuple[SharedResource, ...]:
-    """One budget per GPU (bytes/s) shared by every host-staged copy in or out of it (cudaMemcpy with
-    P2P off): crossed by flows over the GPU's PCIe links that also cross a memory link.
-
-    Only for `staged_scenario`'s copies: NCCL's SHM transport bypasses the copy engines.
+    """One budget per GPU (bytes/s) shared by all its traffic to and from host memory, both directions
+    together (cudaMemcpy staging and NCCL's SHM transport alike): crossed by flows over the GPU's PCIe
+    links that also cross a memory link. Ids "gpu0 staging", as in `netsim.topology.staging_engines`.
     """
     mem = memory_links(topo)
     if not mem:
@@ -182,20 +186,34 @@ def staged_scenario(
     workload: Workload,
     *,
     staging: float,
+    efficiency: float = 1.0,
     shared: Iterable[SharedResource] = (),
     dram: float | None = None,
 ) -> Scenario:
-    """cudaMemcpy with P2P off: every flow over the host route through the source's memory, each GPU's
-    staged copies sharing `staging` bytes/s (`staging_engines`), DRAM as in `host_memory`."""
+    """cudaMemcpy with P2P off: every flow over the host route through the source's memory, carrying
+    bytes / `efficiency` (the staging pipeline's, in (0, 1]), each GPU's host-memory traffic sharing
+    `staging` bytes/s (`staging_engines`), DRAM as in `host_memory`."""
+    if isinstance(efficiency, bool) or not isinstance(efficiency, int | float) or not 0 < efficiency <= 1:
+        raise ScenarioError(f"staged_scenario: efficiency must be in (0, 1], got {efficiency!r}")
     resources = (*staging_engines(topo, staging), *host_memory(topo, dram), *shared)
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.src))
-    return _rerouted(topo, workload, route, resources, f"{workload.name} staged")
+    scenario = _rerouted(topo, workload, route, resources, f"{workload.name} staged")
+    flows = tuple(dataclasses.replace(f, bytes=f.bytes / efficiency) for f in scenario.flows)
+    return dataclasses.replace(scenario, flows=flows)
 
 
 def shm_scenario(
-    topo: Topology, workload: Workload, *, shared: Iterable[SharedResource] = (), dram: float | None = None
+    topo: Topology,
+    workload: Workload,
+    *,
+    host: float | None = None,
+    shared: Iterable[SharedResource] = (),
+    dram: float | None = None,
 ) -> Scenario:
     """NCCL's SHM transport: every flow over the host route through the receiver's memory (pipelined:
-    one flow, limited by its bottleneck), DRAM as in `host_memory`, plus `shared` budgets."""
+    one flow, limited by its bottleneck), each GPU's host-memory traffic sharing `host` bytes/s
+    (`staging_engines`; None: no such budget, links only), DRAM as in `host_memory`, plus `shared`."""
+    budgets = () if host is None else staging_engines(topo, host)
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.dst))
-    return _rerouted(topo, workload, route, (*host_memory(topo, dram), *shared), f"{workload.name} shm")
+    resources = (*budgets, *host_memory(topo, dram), *shared)
+    return _rerouted(topo, workload, route, resources, f"{workload.name} shm")

@@ -134,47 +134,58 @@ def preset(name: str, **overrides) -> Topology:
 # --- calibrated presets and calibration files ---------------------------------------------------------
 
 #: fitted by `netsim calibrate m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt
-#: m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt --topology rtx4090-8x-epyc7542` (400 steps, lr 0.02):
-#: copies first (all p2p matrices of the P2P-driver run, both modes), then the all_reduce on that fabric.
+#: m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt
+#: --topology rtx4090-8x-epyc7542` (defaults: at most 400 steps per stage, lr 0.02): copies first (every
+#: p2p matrix of both runs, the stock driver's and the P2P driver's), then the all_reduce on that fabric.
+#: "gpuN staging" is each GPU's host-memory budget (reads and writes together, any transport);
+#: staged_efficiency is cudaMemcpy's staging pipeline, applied to host-staged copies only.
 RTX4090_8X: dict[str, Any] = {
     "topology": "rtx4090-8x-epyc7542",
     "sources": [
-        "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt",
         "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt",
+        "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt",
+        "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt",
     ],
     "link_classes": {
-        "memory": {"bandwidth": 51.2e9, "latency": 1.277e-07},  # not observed by these traces: builder value
-        "numa": {"bandwidth": 204.8e9, "latency": 8.504e-08},  # not a bottleneck here: builder value
-        "socket": {"bandwidth": 21.963e9, "latency": 1.447e-07},
-        "pcie": {"bandwidth": 25.477e9, "latency": 8.504e-08},
+        "memory": {"bandwidth": 51.2e9, "latency": 1.246e-07},  # not observed by these traces: builder value
+        "numa": {"bandwidth": 204.8e9, "latency": 8.5e-08},  # not a bottleneck here: builder value
+        "socket": {"bandwidth": 21.939e9, "latency": 1.432e-07},
+        "pcie": {"bandwidth": 25.474e9, "latency": 8.5e-08},
     },
     "shared": {
-        "socket0<->socket1": 41.197e9,
-        "gpu0 staging": 21.025e9,
-        "gpu1 staging": 20.626e9,
-        "gpu2 staging": 20.892e9,
-        "gpu3 staging": 23.267e9,
-        "gpu4 staging": 19.752e9,
-        "gpu5 staging": 20.704e9,
-        "gpu6 staging": 20.155e9,
-        "gpu7 staging": 20.352e9,
+        "socket0<->socket1": 41.132e9,
+        "gpu0 staging": 26.452e9,
+        "gpu1 staging": 22.715e9,
+        "gpu2 staging": 22.896e9,
+        "gpu3 staging": 23.065e9,
+        "gpu4 staging": 21.804e9,
+        "gpu5 staging": 23.275e9,
+        "gpu6 staging": 22.219e9,
+        "gpu7 staging": 22.714e9,
     },
     "regimes": {
-        "LL": {"overhead": 2.3157e-06, "efficiency": 0.5, "up_to": 24944.9},
-        "Simple": {"overhead": 9.8670e-06, "efficiency": 0.98239, "up_to": None},
+        "LL": {"overhead": 2.3156e-06, "efficiency": 0.5, "up_to": 25446.8},
+        "Simple": {"overhead": 1.009e-05, "efficiency": 0.99361, "up_to": None},
     },
-    "width": 0.35986,
+    "width": 0.37464,
     "launch": 0.0,  # held: one rank count only, so the launch cost sits in the per-step overheads
-    "copy_overhead": 8.2928e-07,
-    "staged_overhead": 1.27719e-05,
+    "copy_overhead": 8.2934e-07,
+    "staged_overhead": 1.2462e-05,
+    "staged_efficiency": 0.9092,
     "fit": {
-        "all_reduce x8 busbw": {"mean_error": 0.0345, "max_error": 0.0775},
-        "unidirectional P2P on": {"mean_error": 0.0178, "max_error": 0.0669},
-        "bidirectional P2P on": {"mean_error": 0.0153, "max_error": 0.0574},
-        "unidirectional P2P off": {"mean_error": 0.0394, "max_error": 0.0867},
-        "bidirectional P2P off": {"mean_error": 0.0300, "max_error": 0.0595},
-        "latency P2P on": {"mean_error": 0.0926, "max_error": 0.1781},
-        "latency P2P off": {"mean_error": 0.1620, "max_error": 0.3339},
+        "unidirectional P2P off": {"mean_error": 0.0381, "max_error": 0.1027},
+        "unidirectional P2P on": {"mean_error": 0.0180, "max_error": 0.0657},
+        "bidirectional P2P off": {"mean_error": 0.0258, "max_error": 0.0560},
+        "bidirectional P2P on": {"mean_error": 0.0153, "max_error": 0.0558},
+        "latency P2P off": {"mean_error": 0.1528, "max_error": 0.3493},
+        "latency P2P on": {"mean_error": 0.0925, "max_error": 0.1768},
+        "stock unidirectional P2P off": {"mean_error": 0.0370, "max_error": 0.0945},
+        "stock unidirectional P2P on": {"mean_error": 0.0362, "max_error": 0.0957},
+        "stock bidirectional P2P off": {"mean_error": 0.0261, "max_error": 0.0569},
+        "stock bidirectional P2P on": {"mean_error": 0.0257, "max_error": 0.0542},
+        "stock latency P2P off": {"mean_error": 0.1215, "max_error": 0.3477},
+        "stock latency P2P on": {"mean_error": 0.1277, "max_error": 0.3566},
+        "all_reduce x8 busbw": {"mean_error": 0.0338, "max_error": 0.0803},
     },
 }
 

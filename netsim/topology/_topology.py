@@ -132,13 +132,16 @@ class CollectiveCosts:
     on a topology with costs gets, per flow, the regime-blended per-step overhead at its bytes and its
     bytes inflated by 1 / efficiency (see `regime_blend`), and the launch cost once (every flow starts
     `launch` s later). Copies (p2pBandwidthLatencyTest) pay `copy_overhead` once, host-staged ones
-    `staged_overhead`.
+    `staged_overhead`, and host-staged copies move their bytes at `staged_efficiency` of the rate their
+    path allows: cudaMemcpy without P2P bounces each chunk through a pinned buffer and waits for it, which
+    NCCL's SHM transport (pipelined by the GPU kernels themselves) does not.
 
     Attributes:
         regimes: smallest messages first; every one but the last has `up_to`.
         width: width of each hand-over in log(bytes).
         launch: s once per collective.
         copy_overhead, staged_overhead: s once per direct / host-staged copy.
+        staged_efficiency: in (0, 1]; a host-staged copy carries bytes / staged_efficiency.
     """
 
     regimes: tuple[Regime, ...]
@@ -146,6 +149,7 @@ class CollectiveCosts:
     launch: float = 0.0
     copy_overhead: float = 0.0
     staged_overhead: float = 0.0
+    staged_efficiency: float = 1.0
 
     def __post_init__(self):
         regimes = tuple(self.regimes)
@@ -165,6 +169,9 @@ class CollectiveCosts:
         check_number(self.width, "software.width", positive=True)
         for name in ("launch", "copy_overhead", "staged_overhead"):
             check_number(getattr(self, name), f"software.{name}")
+        e = self.staged_efficiency
+        if isinstance(e, bool) or not isinstance(e, int | float) or not 0 < e <= 1:
+            raise ScenarioError(f"software.staged_efficiency: must be in (0, 1], got {e!r}")
 
     def blend(self, step_bytes) -> tuple[np.ndarray, np.ndarray]:
         """(overhead s, efficiency) at each bytes-per-step (NumPy; see `regime_blend`)."""
@@ -200,6 +207,7 @@ class CollectiveCosts:
             "launch": self.launch,
             "copy_overhead": self.copy_overhead,
             "staged_overhead": self.staged_overhead,
+            "staged_efficiency": self.staged_efficiency,
         }
 
     @classmethod
@@ -224,6 +232,7 @@ class CollectiveCosts:
                 float(values.get("launch", 0.0)),
                 float(values.get("copy_overhead", 0.0)),
                 float(values.get("staged_overhead", 0.0)),
+                float(values.get("staged_efficiency", 1.0)),
             )
         except (KeyError, TypeError, ValueError) as e:
             raise ScenarioError(f"{where}: {e}") from None

@@ -84,6 +84,25 @@ def test_staged_copy_shares_one_budget_per_gpu(topo):
     assert {"gpu0 staging", "gpu1 staging"} <= set(hops) and "gpu2 staging" not in hops
 
 
+def test_host_budget_transfers_from_staged_copies_to_shm(topo):
+    """The staging pipeline's efficiency e slows cudaMemcpy copies only; the per-GPU host budget H
+    binds every transport. One staged copy: e x PCIe (H > PCIe does not bind); a staged copy each way:
+    e x H / 2 each; the same pair exchanging through NCCL's SHM buffers: H / 2 each, no e; one SHM
+    transfer alone: PCIe. m01's one-way 19.5 and both-ways 10.5 GB/s fix e and H; SHM then follows."""
+    e, host = 0.75, 12 * GB  # H > PCIe (10): one direction alone is never limited by it
+    pair, back = [("gpu0", "gpu1")], [("gpu0", "gpu1"), ("gpu1", "gpu0")]
+    staged = lambda p: T.staged_scenario(topo, T.copies(p, B), staging=host, efficiency=e)
+    shm = lambda p: T.shm_scenario(topo, T.copies(p, B), host=host)
+    got = makespans(staged(pair), staged(back), shm(back), shm(pair))
+    want = [B / (e * PCIE), B / (e * host / 2), B / (host / 2), B / PCIE]
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+    assert staged(pair).flows[0].bytes == pytest.approx(B / e)
+    hops = netsim.compile_scenario(shm(pair)).hops[0]
+    assert {"gpu0 staging", "gpu1 staging"} <= set(hops)
+    with pytest.raises(netsim.ScenarioError, match="efficiency"):
+        T.staged_scenario(topo, T.copies(pair, B), staging=host, efficiency=1.5)
+
+
 def test_nvlink_pairs_with_p2p_off_take_the_host_route(topo):
     nvlink = {x.id for x in topo.links if topo.kind[x.src] == "gpu" == topo.kind[x.dst]}
     assert nvlink == {"gpu0->gpu1", "gpu1->gpu0", "gpu2->gpu3", "gpu3->gpu2"}
