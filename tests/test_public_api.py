@@ -107,6 +107,14 @@ def test_workload_names():
         "job_workload",
         "POLICIES",
         "place",  # jobs and their placement
+        "ChakraNode",
+        "ChakraTrace",
+        "ImportedRun",
+        "SimAILayer",
+        "SimAIWorkload",
+        "read_chakra",
+        "read_simai",
+        "simulate_workload",  # workloads imported from SimAI and Chakra files
     }
     # the function, not a module of the same name; the collective builders' module is the only public one
     assert inspect.isfunction(workloads.pipeline)

@@ -1,13 +1,23 @@
 """Workload compilers: what users run, as flows, compute tasks and dependencies on any topology.
 
-Everything here builds a `Workload` (or a scenario) without simulating it; questions answered by
-simulating many of them (size sweeps, ring search, job scheduling) live in `netsim.studies`.
+Everything here builds a `Workload` (or a scenario) without simulating it, except `simulate_workload`,
+which runs a workload imported from SimAI or Chakra files and reports it as those simulators do;
+questions answered by simulating many of them (size sweeps, ring search, job scheduling) live in
+`netsim.studies`.
 """
 
 from ._base import Fabric as Fabric
 from ._base import LinkFabric as LinkFabric
 from ._base import Workload as Workload
 from ._base import concat as concat
+from ._import import ImportedRun as ImportedRun
+from ._import import simulate_workload as simulate_workload
+from ._import_chakra import ChakraNode as ChakraNode
+from ._import_chakra import ChakraTrace as ChakraTrace
+from ._import_chakra import read_chakra as read_chakra
+from ._import_simai import SimAILayer as SimAILayer
+from ._import_simai import SimAIWorkload as SimAIWorkload
+from ._import_simai import read_simai as read_simai
 from ._jobs import MODELS as MODELS
 from ._jobs import PATTERNS as PATTERNS
 from ._jobs import Job as Job
