@@ -484,7 +484,9 @@ def m08():
     plain = [
         matrix_data(f"m08 plain {k}", plain_off, tr.matrix(k, p2p=False).values, k, "plain") for k in kinds
     ]
-    start = initial(pcie=21.6 * GB, socket=21.6 * GB, nvlink=275 * GB)
+    # every P2P-off copy is staged, so the staging efficiency and the link figures enter only as a
+    # product: the efficiency is held at 1 (no staging loss) on the P2P-off fit
+    start = initial(pcie=21.6 * GB, socket=21.6 * GB, nvlink=275 * GB, staged_inflation=1e-9)
     log("m08: fit P2P-on matrices (PCIe, socket, NVLink, socket duplex), predict P2P-off")
     theta = fit(start, ("pcie", "socket", "nvlink", "socket duplex"), on)
     # the P2P-on data say nothing of the staging budget: predict P2P-off with none (links only)
@@ -505,8 +507,8 @@ def m08():
             "no staging budget in P2P-on data; baseline: plain (NV pairs over NVLink)",
             off[k].labels,
         )
-    log("m08: fit P2P-off matrices (PCIe, socket, socket duplex, host budget, staging), predict P2P-on")
-    theta2 = fit(start, ("pcie", "socket", "socket duplex", "staging", "staged inflation"), off)
+    log("m08: fit P2P-off matrices (PCIe, socket, socket duplex, host budget), predict P2P-on")
+    theta2 = fit(start, ("pcie", "socket", "socket duplex", "staging"), off)
     ins = np.r_[errors(theta2, off[0]), errors(theta2, off[1])]
     log(
         f"m08: worst in-sample P2P-off cell {(off[0].labels + off[1].labels)[int(np.argmax(np.abs(ins)))]} "
@@ -544,9 +546,9 @@ def m09():
     base_d = [
         matrix_data(f"m09 plain {k} rows 4-7", plain, mats[k], k, "plain", rows=range(4, 8)) for k in kinds
     ]
-    start = initial(pcie=11.4 * GB, staging=11 * GB, hairpin=9 * GB)
-    log("m09: fit PCIe, host budget, staging and switch hairpin budgets on rows 0-3, predict rows 4-7")
-    theta = fit(start, ("pcie", "staging", "hairpin", "staged inflation"), fit_d)
+    start = initial(pcie=11.4 * GB, staging=11 * GB, hairpin=9 * GB, staged_inflation=1e-9)  # as m08
+    log("m09: fit PCIe, host and switch hairpin budgets on rows 0-3, predict rows 4-7")
+    theta = fit(start, ("pcie", "staging", "hairpin"), fit_d)
     row(
         "m09 staged copies",
         "rows 0-3 uni+bi",

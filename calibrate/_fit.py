@@ -122,6 +122,13 @@ def free_indices(params: Params, freeze: Freeze = ()) -> np.ndarray:
     return np.flatnonzero(~np.concatenate(mask)).astype(np.int32)
 
 
+def _with(freeze: Freeze, name: str) -> Freeze:
+    """`freeze` with field `name` held as well."""
+    if isinstance(freeze, Mapping):
+        return {**freeze, name: True}
+    return (*freeze, name)
+
+
 def fit(
     params: Params,
     experiments: Sequence[Experiment],
@@ -161,6 +168,11 @@ def fit(
         jax.numpy_dtype_promotion("standard"),
     ):  # optax.adam fails under strict promotion
         params = jax.tree.map(jnp.asarray, params)
+        if not any(e.kind != "collective" and not np.all(e.staged) for e in experiments):
+            # without a direct copy, the staging efficiency and the link figures enter staged copies
+            # only as a product: hold the efficiency at 1 rather than let it trade against the links
+            freeze = _with(freeze, "log_staged_inefficiency")
+            params = eqx.tree_at(lambda p: p.log_staged_inefficiency, params, jnp.asarray(np.log(1e-9)))
         mask = np.zeros(ravel_pytree(params)[0].shape[0], bool)
         mask[free_indices(params, freeze)] = True
         free = []

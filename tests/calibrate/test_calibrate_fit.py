@@ -22,6 +22,7 @@ from netsim.calibrate import (
     initial_values,
     p2p_experiment,
     plot_fit,
+    predict,
     presets,
     read_trace,
     report,
@@ -220,6 +221,27 @@ def test_experiments_from_real_traces():
     from netsim.calibrate import ranks_of
 
     assert ranks_of(m05.nccl()[1], a40) == ("gpu0", "gpu1", "gpu6", "gpu7")  # CUDA_VISIBLE_DEVICES=0,1,6,7
+
+
+def test_staged_efficiency_slows_staged_copies_only_and_is_held_without_direct_copies():
+    """Host-staged copies carry bytes / staged efficiency (cudaMemcpy's staging pipeline); direct copies
+    do not. With only staged copies the efficiency trades against the links, so `fit` holds it at 1."""
+    topo, staged = load("rtx4090-8x-epyc7542"), load("rtx4090-8x-epyc7542", p2p=False)
+    spec = Spec.for_topology(topo)
+    on = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))
+    exps = {
+        e.name: e for e in experiments_from_trace(on, spec, topo, staged=staged, kinds=("unidirectional",))
+    }
+    uni_off, uni_on = (next(e for n, e in exps.items() if k in n) for k in ("P2P off", "P2P on"))
+    values = initial_values(spec, topo)
+    at = lambda e: Params.from_values(spec, values | {"staged_efficiency": e})
+    off_1, off_half = (np.asarray(predict(at(e), uni_off)["makespan"]) for e in (0.999, 0.5))
+    on_1, on_half = (np.asarray(predict(at(e), uni_on)["makespan"]) for e in (0.999, 0.5))
+    np.testing.assert_allclose(on_half, on_1, rtol=1e-12)
+    ratio = (off_half - values["staged_overhead"]) / (off_1 - values["staged_overhead"])
+    np.testing.assert_allclose(ratio, 0.999 / 0.5, rtol=0.02)  # latency terms are < 1 % of a 40 MB copy
+    res = fit(at(0.5), [uni_off], steps=2, learning_rate=0.02, progress=None)
+    assert float(np.exp(-np.exp(res.params.log_staged_inefficiency))) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_presets_load_and_cite_their_traces():
