@@ -218,6 +218,11 @@ def register(subparsers) -> None:
     p.add_argument("--channels", type=int, default=1, help="parallel rings or trees (default 1)")
     p.add_argument("--chunks", type=int, default=1, help="pipelining chunks per channel (default 1)")
     p.add_argument(
+        "--slots",
+        type=int,
+        help="pieces in flight per connection (default 2, as NCCL's FIFO; 0 = unbounded)",
+    )
+    p.add_argument(
         "--scale",
         type=_scale,
         action="append",
@@ -268,6 +273,10 @@ def _collective(args: argparse.Namespace) -> int:
     algo = args.algo or ("direct" if kind == "alltoall" else "ring")
     build = getattr(workloads, kind)
     extra: dict[str, Any] = {"root": args.root} if kind in ("broadcast", "reduce") else {}
+    if args.slots is not None:
+        if args.slots < 0:
+            raise ScenarioError(f"--slots: must be >= 0 (0 = unbounded), got {args.slots}")
+        extra["slots"] = args.slots or None
     collective = build(
         ranks, rows[-1][0], algorithm=algo, channels=args.channels, chunks=args.chunks, **extra
     )
