@@ -294,7 +294,13 @@ def _collective(args: argparse.Namespace) -> int:
     search = None
     if args.search_rings:
         print(f"netsim: searching ring orders at {rows[-1][0]} B", file=sys.stderr)
-        search = studies.search_rings(topo, ranks, size=rows[-1][0], chunks=args.chunks)
+        search = studies.search_rings(
+            topo,
+            ranks,
+            size=rows[-1][0],
+            chunks=args.chunks,
+            slots=extra.get("slots", workloads.collectives.SLOTS),
+        )
         print(format_rings(search, fitted_costs=topo.software is not None))
     if args.json:
         from ._checks import to_json, write_atomic
@@ -355,7 +361,7 @@ def format_table(args, topo, ranks, algo, table, counts, *, root: int, notes=())
 
 def format_rings(search, *, fitted_costs: bool = False) -> str:
     """The best ring orders of a `RingSearch` and the default order, with their busbw."""
-    note = " from link figures only (no fitted software costs)" if fitted_costs else ""
+    note = " with the machine's fitted software costs" if fitted_costs else ""
     lines = [
         "",
         f"# ring search: ring AllReduce of {search.size:.0f} B per order, {search.evaluated} rings simulated "
