@@ -218,6 +218,11 @@ def register(subparsers) -> None:
     p.add_argument("--channels", type=int, default=1, help="parallel rings or trees (default 1)")
     p.add_argument("--chunks", type=int, default=1, help="pipelining chunks per channel (default 1)")
     p.add_argument(
+        "--slots",
+        type=int,
+        help="pieces in flight per connection (default 2, as NCCL's FIFO; 0 = unbounded)",
+    )
+    p.add_argument(
         "--scale",
         type=_scale,
         action="append",
@@ -268,6 +273,10 @@ def _collective(args: argparse.Namespace) -> int:
     algo = args.algo or ("direct" if kind == "alltoall" else "ring")
     build = getattr(workloads, kind)
     extra: dict[str, Any] = {"root": args.root} if kind in ("broadcast", "reduce") else {}
+    if args.slots is not None:
+        if args.slots < 0:
+            raise ScenarioError(f"--slots: must be >= 0 (0 = unbounded), got {args.slots}")
+        extra["slots"] = args.slots or None
     collective = build(
         ranks, rows[-1][0], algorithm=algo, channels=args.channels, chunks=args.chunks, **extra
     )
@@ -285,7 +294,13 @@ def _collective(args: argparse.Namespace) -> int:
     search = None
     if args.search_rings:
         print(f"netsim: searching ring orders at {rows[-1][0]} B", file=sys.stderr)
-        search = studies.search_rings(topo, ranks, size=rows[-1][0], chunks=args.chunks)
+        search = studies.search_rings(
+            topo,
+            ranks,
+            size=rows[-1][0],
+            chunks=args.chunks,
+            slots=extra.get("slots", workloads.collectives.SLOTS),
+        )
         print(format_rings(search, fitted_costs=topo.software is not None))
     if args.json:
         from ._checks import to_json, write_atomic
@@ -346,7 +361,7 @@ def format_table(args, topo, ranks, algo, table, counts, *, root: int, notes=())
 
 def format_rings(search, *, fitted_costs: bool = False) -> str:
     """The best ring orders of a `RingSearch` and the default order, with their busbw."""
-    note = " from link figures only (no fitted software costs)" if fitted_costs else ""
+    note = " with the machine's fitted software costs" if fitted_costs else ""
     lines = [
         "",
         f"# ring search: ring AllReduce of {search.size:.0f} B per order, {search.evaluated} rings simulated "

@@ -14,6 +14,7 @@ from ._checks import atomic_path, to_json, write_atomic
 from ._compile import Compiled
 from ._units import format_quantity
 from .kernels import Status
+from .timeline import pipeline_bubbles
 
 HDF5_VERSION = 2  # 2: ids, routes, units on every dataset, devices; 1: times and link totals only
 
@@ -387,6 +388,13 @@ class Result:
                 f"{self.device_ids[int(np.argmax(self.device_busy))]} "
                 f"({format_quantity(float(self.device_busy.max()), 'time')} busy)",
             ]
+            bubbles = pipeline_bubbles(self)
+            if bubbles:  # a pipeline schedule: per device busy time and idle fraction of the makespan
+                lines += ["", f"{'pipeline device':<28}{'busy':>12}{'bubble':>8}"]
+                for device, (busy, bubble) in bubbles.items():
+                    lines.append(f"{device[:27]:<28}{format_quantity(busy, 'time'):>12}{bubble:>8.1%}")
+                mean = sum(b for _, b in bubbles.values()) / len(bubbles)
+                lines.append(f"{'mean':<28}{'':>12}{mean:>8.1%}")
         return "\n".join(lines)
 
 

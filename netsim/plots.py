@@ -272,6 +272,16 @@ def plot_link_utilization(
 
 
 # --- timelines ----------------------------------------------------------------------------------------
+#: bar colour of each item kind in `plot_timeline`: pipeline ops by `netsim.timeline.task_kind`
+TIMELINE_COLOURS = {
+    "forward": "#4c72b0",  # blue
+    "backward": "#55a868",  # green
+    "weight gradient": "#8172b3",  # purple
+    "task": "#937860",  # brown: any other compute task
+    "flow": "#dd8452",  # orange
+}
+
+
 def plot_timeline(
     result,
     path: str | os.PathLike | None = None,
@@ -285,9 +295,13 @@ def plot_timeline(
 
     Rows and lanes are netsim.timeline's trace layout (overlapping items get extra lanes); with
     `critical`, the items on the critical path (the chain that sets the makespan) are outlined in red.
-    Shows the first `max_rows` rows.
+    Pipeline forward, backward and weight-gradient tasks (`netsim.timeline.task_kind`) each get their
+    colour, other tasks and flows theirs (`TIMELINE_COLOURS`), with a legend of the kinds shown; each
+    bar's gid is its item id. Shows the first `max_rows` rows.
     """
-    from .timeline import critical_path, trace_events
+    from matplotlib.patches import Patch
+
+    from .timeline import critical_path, task_kind, trace_events
 
     events = trace_events(result, flows=flows)["traceEvents"]
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
@@ -300,18 +314,21 @@ def plot_timeline(
     scale, unit = _time_unit(np.append(ends, result.makespan))
     fig = _figure(9.0, 1.2 + 0.28 * len(shown))
     ax = fig.add_subplot()
-    colour = {"task": "#4c72b0", "flow": "#dd8452"}
+    kinds_shown: dict[str, None] = {}
     for e in spans:
         y = row_of[e["pid"], e["tid"]]
         crit = e["name"] in on_path
+        kind = task_kind(e["name"]) if e["cat"] == "task" else "flow"
+        kinds_shown[kind] = None
         ax.barh(
             y,
             e["dur"] / 1e6 / scale,
             left=e["ts"] / 1e6 / scale,
             height=0.7,
-            color=colour[e["cat"]],
+            color=TIMELINE_COLOURS[kind],
             edgecolor="#c00000" if crit else "white",
             linewidth=1.6 if crit else 0.4,
+            gid=e["name"],
         )
     ax.set_yticks(range(len(shown)), [names[k] for k in shown], fontsize="x-small")
     ax.invert_yaxis()
@@ -319,15 +336,14 @@ def plot_timeline(
     ax.axvline(result.makespan / scale, c="grey", ls=":", lw=1)
     ax.grid(axis="x", alpha=0.3)
     more = f", first {max_rows} of {len(rows)} rows" if len(rows) > max_rows else ""
-    present = {e["cat"] for e in spans}
-    kinds = ", ".join(
-        [f"{c}: {k}s" for k, c in (("task", "blue"), ("flow", "orange")) if k in present]
-        + (["red outline: critical path"] if critical else [])
-    )
+    handles = [Patch(color=TIMELINE_COLOURS[k], label=k) for k in TIMELINE_COLOURS if k in kinds_shown]
+    if critical:
+        handles.append(Patch(facecolor="white", edgecolor="#c00000", label="critical path"))
+    if handles:
+        ax.legend(handles=handles, loc="lower right", fontsize="x-small", framealpha=0.8)
     ax.set_title(
         title
-        or f"{result.compiled.scenario.name or 'timeline'}: makespan "
-        f"{result.makespan / scale:.4g} {unit} ({kinds}{more})",
+        or f"{result.compiled.scenario.name or 'timeline'}: makespan {result.makespan / scale:.4g} {unit}{more}",
         fontsize="small",
     )
     return _save(fig, path)

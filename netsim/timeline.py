@@ -6,6 +6,9 @@ track per src -> dst pair (or per link, or none). Items that overlap on one trac
 ("gpu0 #2"): trace viewers require the slices of a track to nest, and overlapping items do not.
 Open the file written by `save_trace` in https://ui.perfetto.dev or chrome://tracing.
 
+`task_kind(id)` tells a pipeline schedule's forward, backward and weight-gradient tasks apart by their
+ids, and `pipeline_bubbles(result)` gives each pipeline device's busy time and bubble fraction.
+
 `critical_path(result)` walks back from the last item through the predecessor that released each
 item; the makespan is the first item's start plus the durations along the path, and each flow's
 duration splits into its path latency and the seconds each link held it back (`result.bottlenecks`).
@@ -14,16 +17,55 @@ duration splits into its path latency and the seconds each link held it back (`r
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from ._checks import to_json, write_atomic
 from ._errors import ScenarioError
 
-__all__ = ["Step", "critical_path", "save_trace", "trace_events"]
+__all__ = [
+    "TASK_KINDS",
+    "Step",
+    "critical_path",
+    "pipeline_bubbles",
+    "save_trace",
+    "task_kind",
+    "trace_events",
+]
 
 FLOW_TRACKS = ("pair", "link", "none")
 _US = 1e6  # trace time unit: µs per s
+
+#: what a pipeline op's task computes, by its op letters: netsim.workloads.pipeline names a task
+#: "r{replica}/{op}{micro-batch}.s{stage}" ("r0/F3.s1": forward of micro-batch 3 on virtual stage 1),
+#: with op F (forward), BW (whole backward), B (input-gradient backward, ZB-H1) or W (weight gradient)
+TASK_KINDS = {"F": "forward", "BW": "backward", "B": "backward", "W": "weight gradient"}
+_PIPELINE_OP = re.compile(r"(?:^|/)(BW|F|B|W)\d+\.s\d+$")
+
+
+def task_kind(task_id: str) -> str:
+    """ "forward", "backward" or "weight gradient" for a pipeline op's task id (see `TASK_KINDS`), else
+    "task" (an optimizer step, an offload copy, any other compute task)."""
+    m = _PIPELINE_OP.search(task_id)
+    return TASK_KINDS[m.group(1)] if m else "task"
+
+
+def pipeline_bubbles(result) -> dict[str, tuple[float, float]]:
+    """Device -> (busy s, bubble fraction) for every device that runs pipeline ops (see `task_kind`).
+
+    busy: s with at least one task running on the device (`Result.device_busy`, every task counted);
+    bubble: the idle fraction of the makespan, 1 - busy / makespan. Empty when no task is a pipeline op.
+    With uniform stages and free transfers, GPipe and 1F1B leave every device idle (p - 1) / (m + p - 1)
+    of the iteration (p stages, m micro-batches).
+    """
+    devices = {t.device for t in result.compiled.scenario.tasks if task_kind(t.id) != "task"}
+    makespan = float(result.makespan)
+    return {
+        d: (float(busy), 1.0 - float(busy) / makespan if makespan > 0 else 0.0)
+        for d, busy in zip(result.device_ids, result.device_busy, strict=True)
+        if d in devices
+    }
 
 
 def trace_events(result, *, flows: str = "pair") -> dict[str, Any]:

@@ -127,6 +127,9 @@ def test_scale_slows_cross_socket_rings_only_and_refuses_unknown_patterns(capsys
     # both directions < 2 x 25.5 GB/s of PCIe) so halving it lowers busbw; 4 ranks stay on socket 0
     assert busbw(8, "--scale", "socket=0.5") < 0.8 * busbw(8)
     assert busbw(4, "--scale", "socket=0.5") == pytest.approx(busbw(4), rel=1e-12)
+    # one direction slowed is no slower than both (NCCL's two slots per connection); --slots reaches the builder
+    assert busbw(8, "--scale", "socket0->socket1=0.5") >= busbw(8, "--scale", "socket=0.5") * (1 - 1e-9)
+    assert busbw(8, "--slots", "1") < busbw(8, "--slots", "0") * (1 - 1e-3)
     code, _, err = run_cli(
         capsys, monkeypatch, "collective", "allreduce", "-t", SERVER, "--scale", "nvlink=0.7"
     )
@@ -152,6 +155,7 @@ def test_collective_options_errors_and_ring_search(capsys, monkeypatch, tmp_path
     for args, msg in (
         (("alltoall", "-t", "pcie-4gpu", "--algo", "ring"), "alltoall has no algorithm 'ring'"),
         (("allreduce", "-t", "pcie-4gpu", "-g", "5"), "-g: ranks must be in [2, 4]"),
+        (("allreduce", "-t", "pcie-4gpu", "--slots", "-1"), "--slots: must be >= 0"),
         (("allreduce", "-t", "no-such-machine"), "neither a preset"),
         (("allreduce", "-t", "pcie-4gpu", "-b", "2", "-e", "3"), "every size is below one float"),
         (("allreduce", "-t", "pcie-4gpu", "-b", "2M", "-e", "1M"), "above the -e maximum"),

@@ -103,3 +103,74 @@ def test_critical_path_adds_up_to_the_makespan(result):
     f3 = path[0]
     assert f3.latency == pytest.approx(3e-6)
     assert f3.duration == pytest.approx(f3.latency + sum(f3.held.values()), rel=1e-9)
+
+
+# --- pipeline ops: their kinds, bubbles and colours ----------------------------------------------
+
+PIPE_PAD = netsim.Shape(items=256, hops=16, after=8, resources=64)  # tests/workloads/test_pipeline.py's
+
+
+def pipeline_result(schedule: str, p: int = 4, m: int = 8, tw: float = 0.0):
+    """A p-stage pipeline on a chain of ideal cables (transfers take no time), stage costs F 1, B 2, W tw."""
+    from netsim.topology import Topology, cable
+    from netsim.workloads import StageCosts, pipeline
+
+    links = [x for i in range(p - 1) for x in cable(f"g{i}", f"g{i + 1}", 1e30, 0.0)]
+    topo = Topology("chain", links, {f"g{i}": "gpu" for i in range(p)})
+    costs = StageCosts(forward=1.0, backward_input=2.0, backward_weight=tw, activation_bytes=1e6)
+    pipe = pipeline(topo, [f"g{i}" for i in range(p)], schedule=schedule, microbatches=m, costs=costs)
+    return netsim.simulate(netsim.compile_scenario(pipe.scenario(), shape=PIPE_PAD))
+
+
+def test_task_kinds_follow_the_pipeline_op_ids():
+    from netsim.timeline import task_kind
+
+    assert [task_kind(i) for i in ("r0/F3.s1", "F0.s0", "r1/BW12.s3", "r0/B2.s0", "r0/W7.s2")] == [
+        "forward",
+        "forward",
+        "backward",
+        "backward",
+        "weight gradient",
+    ]
+    for other in ("r0/optimizer.d0", "t1", "r0/F3", "xF3.s1", "r0/F3.s1/sum", "gpu0/BWx.s1"):
+        assert task_kind(other) == "task", other
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_pipeline_bubbles_match_the_closed_form(schedule):
+    # uniform stages, free transfers: every device computes m (T_F + T_B) of (m + p - 1)(T_F + T_B)
+    from netsim.timeline import pipeline_bubbles
+
+    p, m = 4, 8
+    result = pipeline_result(schedule, p, m)
+    bubbles = pipeline_bubbles(result)
+    assert sorted(bubbles) == [f"g{i}" for i in range(p)]
+    for busy, bubble in bubbles.values():
+        assert busy == pytest.approx(m * 3.0, rel=1e-12)
+        assert bubble == pytest.approx((p - 1) / (m + p - 1), rel=1e-9)
+    text = result.summary()  # what `netsim run` prints
+    assert "pipeline device" in text and f"{(p - 1) / (m + p - 1):.1%}" in text
+    assert (
+        pipeline_bubbles(netsim.simulate(netsim.compile_scenario(Scenario([], [], [Task("t", "d", 1.0)]))))
+        == {}
+    )
+
+
+def test_plot_timeline_colours_each_op_kind_with_a_legend():
+    pytest.importorskip("matplotlib")
+    from matplotlib.colors import to_rgba
+
+    from netsim.plots import TIMELINE_COLOURS, plot_timeline
+    from netsim.timeline import task_kind
+
+    result = pipeline_result("zb-h1", tw=1.0)
+    ax = plot_timeline(result).axes[0]
+    flows = set(result.flow_ids)
+    bars = [b for b in ax.patches if b.get_gid()]
+    assert {b.get_gid() for b in bars} == set(result.task_ids) | flows
+    for b in bars:
+        kind = "flow" if b.get_gid() in flows else task_kind(b.get_gid())
+        assert b.get_facecolor() == to_rgba(TIMELINE_COLOURS[kind]), b.get_gid()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["forward", "backward", "weight gradient", "flow", "critical path"]
+    assert len({TIMELINE_COLOURS[k] for k in labels[:4]}) == 4  # distinct

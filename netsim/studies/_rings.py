@@ -29,7 +29,7 @@ from .._batch import compile_batch
 from .._compile import Shape
 from .._scenario import Flow, Scenario, ScenarioError
 from ..workloads import Collective, Fabric, allreduce, bus_factor
-from ..workloads.collectives import quantity
+from ..workloads.collectives import SLOTS, quantity
 
 __all__ = ["RingPlan", "RingSearch", "crossings", "search_rings"]
 
@@ -96,7 +96,8 @@ def search_rings(
     size: float | str = 2**28,
     vias: Sequence[str] | None = None,
     chunks: int = 1,
-    step_overhead: float | str = 0.0,
+    step_overhead: float | str | None = None,
+    slots: int | None = SLOTS,
     top: int = 3,
     samples: int = 256,
     seed: int = 0,
@@ -111,8 +112,12 @@ def search_rings(
             when the fabric has no `kind`); pass () for direct P2P only.
         chunks: chunks of the scoring AllReduce.
         step_overhead: fixed cost per flow (s, or "2 us") of the scoring AllReduce and of the probes, as
-            `allreduce(step_overhead=...)` takes it: a plan's `time` and `busbw` are then those
-            `netsim.simulate` gives `plan.allreduce(size, chunks=chunks, step_overhead=step_overhead)`.
+            `allreduce(step_overhead=...)` takes it. None (the default): 0, or on a fabric with fitted
+            software costs (`Topology.software`) the calibrated model, as the collective builders apply
+            it (`CollectiveCosts.apply`, to the probes too). A plan's `time` and `busbw` are those
+            `netsim.simulate` gives `plan.allreduce(size, chunks=chunks, step_overhead=step_overhead,
+            slots=slots)` on `fabric`.
+        slots: pieces in flight per connection of the scoring AllReduce (see `allreduce`).
         top: how many distinct rings to return (and to refine by local search).
         samples: most candidate orders probed in step 2 (all orders are probed when (n-1)! fits).
         seed: for the random orders.
@@ -136,12 +141,15 @@ def search_rings(
     if unknown:
         raise ScenarioError(f"vias: {unknown[:3]} are not nodes of the fabric")
     size = quantity(size, "bytes", "size", positive=True)
-    step_overhead = quantity(step_overhead, "time", "step_overhead")
+    costs = getattr(fabric, "software", None) if step_overhead is None else None
+    overhead = 0.0 if step_overhead is None else quantity(step_overhead, "time", "step_overhead")
     for name, value in (("top", top), ("samples", samples), ("chunks", chunks)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ScenarioError(f"{name}: must be an integer >= 1, got {value!r}")
+    if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
+        raise ScenarioError(f"slots: must be an integer >= 1 or None (unbounded), got {slots!r}")
 
-    search = _Search(fabric, ranks, (None, *vias), size / len(ranks), step_overhead)
+    search = _Search(fabric, ranks, (None, *vias), size / len(ranks), overhead, costs)
     n = len(ranks)
     default = (tuple(range(n)), search.direct_options(tuple(range(n))))
     candidates = [default]
@@ -160,7 +168,9 @@ def search_rings(
     rings = [search.plan(c) for c in finals]
     times = _makespans(
         [
-            r.allreduce(size, chunks=chunks, step_overhead=step_overhead, name="search").scenario(fabric)
+            r.allreduce(
+                size, chunks=chunks, step_overhead=step_overhead, slots=slots, name="search"
+            ).scenario(fabric)
             for r in rings
         ],
         shape=dataclasses.replace(search.shape, items=64),
@@ -206,14 +216,10 @@ class _Search:
         options: tuple[str | None, ...],
         part: float,
         overhead: float,
+        costs,
     ):
-        self.fabric, self.ranks, self.options, self.part, self.overhead = (
-            fabric,
-            ranks,
-            options,
-            part,
-            overhead,
-        )
+        self.fabric, self.ranks, self.options, self.part = fabric, ranks, options, part
+        self.overhead, self.costs = overhead, costs  # costs: fitted CollectiveCosts or None
         self.links = tuple(fabric.links)
         n = len(ranks)
         self.route: dict[tuple[int, int, int], tuple[str, ...]] = {}
@@ -315,7 +321,8 @@ class _Search:
         return [(order[i], order[(i + 1) % n], opts[i]) for i in range(n)]
 
     def _probe(self, batches: Sequence[Sequence[tuple[int, int, int]]], count: bool = True) -> np.ndarray:
-        """Makespan of each set of hops moving `part` bytes at once (after the step overhead)."""
+        """Makespan of each set of hops moving `part` bytes at once (after the step overhead, or with the
+        fitted software costs)."""
         scenarios = [
             Scenario(
                 self.links,
@@ -333,6 +340,8 @@ class _Search:
             )
             for hops in batches
         ]
+        if self.costs is not None:
+            scenarios = [self.costs.apply(x) for x in scenarios]
         if count:
             self.evaluated += len(scenarios)
         return _makespans(scenarios, shape=self.shape, width=self.WIDTH)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..kernels import Status
 from ._axes import SweepError
-from ._store import COLUMNS, chunk_rows, damaged_chunks, open_h5, read_meta
+from ._store import COLUMNS, FILL, chunk_rows, damaged_chunks, open_h5, read_meta
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +119,60 @@ class SweepResult:
         out[tuple(a.index for a in self.axes)] = col
         return out
 
+    def to_xarray(self):
+        """The sweep as an `xarray.Dataset`: one variable per metric (makespan, status, events and any
+        per-flow / per-link column, with a "flow" or "link" dimension), `attrs["units"]` on each.
+
+        A grid sweep has one dimension per axis, its coordinate the axis labels (strings: categorical
+        axes stay categorical), and for numeric discrete axes a "{axis}_value" coordinate with the
+        numbers. A sampled sweep has one "point" dimension; each axis is a coordinate along it (its
+        labels for discrete axes, its numbers otherwise; an independent axis gets an "{axis}_id"
+        dimension over the links or flows it draws for). Needs xarray: `pip install "netsim[xarray]"`.
+        """
+        try:
+            import xarray as xr
+        except ImportError:
+            raise ImportError(
+                'SweepResult.to_xarray needs xarray, which is not installed: pip install "netsim[xarray]"'
+            ) from None
+        coords: dict[str, Any] = {}
+        if self.flow_ids:
+            coords["flow"] = list(self.flow_ids)
+        if self.link_ids:
+            coords["link"] = list(self.link_ids)
+        grid = self.grid_shape is not None
+        if grid:
+            dims = tuple(a.name for a in self.axes)
+            for a in self.axes:
+                coords[a.name] = list(a.labels)
+                if a.values is not None and np.asarray(a.values).shape == (len(a.labels),):
+                    coords[f"{a.name}_value"] = (a.name, np.asarray(a.values))
+        else:
+            dims = ("point",)
+            coords["point"] = np.arange(self.n_points)
+            for a in self.axes:
+                if a.index is not None:
+                    coords[a.name] = ("point", np.asarray(a.labels, dtype=object)[a.index])
+                    if a.value is not None and a.value.ndim == 1:
+                        coords[f"{a.name}_value"] = ("point", a.value)
+                elif a.value is not None and a.value.ndim == 1:
+                    coords[a.name] = ("point", a.value)
+                elif a.value is not None:
+                    coords[f"{a.name}_id"] = list(a.ids)
+                    coords[a.name] = (("point", f"{a.name}_id"), a.value)
+        data = {}
+        for name in _COLUMNS:
+            col = getattr(self, name)
+            if col is None:
+                continue
+            if grid:
+                fill = FILL.get(name, np.nan)
+                out = np.full(self.grid_shape + col.shape[1:], fill, dtype=col.dtype)
+                out[tuple(a.index for a in self.axes)] = col
+                col = out
+            data[name] = (dims + _EXTRA_DIMS.get(name, ()), col, {"units": _UNITS[name]})
+        return xr.Dataset(data, coords, attrs={"name": self.name})
+
     @classmethod
     def from_parts(
         cls, meta: Mapping[str, Any], columns: Mapping[str, np.ndarray], extra: Mapping[str, Any]
@@ -159,6 +213,15 @@ class SweepResult:
 
 
 _COLUMNS = COLUMNS
+_UNITS = {
+    "status": "netsim.Status bits",
+    "events": "events",
+    "makespan": "s",
+    "flow_finish": "s",
+    "link_bytes": "bytes",
+    "link_utilization": "fraction of capacity",
+}
+_EXTRA_DIMS = {"flow_finish": ("flow",), "link_bytes": ("link",), "link_utilization": ("link",)}
 
 
 def load(path: str | os.PathLike) -> SweepResult:

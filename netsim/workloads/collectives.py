@@ -15,7 +15,10 @@ Dependency rules, shared by every algorithm (they make chunks pipeline):
 - data: a send that forwards or reduces received data waits for that receive (or for its reduction
   task when `reduce_bandwidth` is set);
 - connection order: on one connection (sender, receiver, channel, step), chunk c waits for chunk
-  c - 1, so the chunks of a step leave in order, as through NCCL's FIFO of slots.
+  c - 1, so the chunks of a step leave in order, as through NCCL's FIFO of slots;
+- connection slots: a connection (sender, receiver, channel) carries its pieces (chunk c of step s) in
+  NCCL's order, step by step and each step's chunks in order, with at most `slots` in flight: piece j
+  waits until the receiver is done with piece j - slots (its receive, or the reduction that reads it).
 The algorithm-specific rules are written next to each schedule below.
 """
 
@@ -31,6 +34,7 @@ from .._units import format_quantity
 from ._base import Fabric, Workload
 
 __all__ = [
+    "SLOTS",
     "Collective",
     "Transfer",
     "allgather",
@@ -41,6 +45,12 @@ __all__ = [
     "reduce",
     "reducescatter",
 ]
+
+#: Pieces (one chunk of one step) a connection has in flight by default, as in NCCL: a connection's FIFO
+#: has NCCL_STEPS = 8 slots (src/include/device.h; Simple protocol: buffSize / 8 each, 512 KiB of the
+#: default 4 MiB) and a ring step's chunk takes ALLREDUCE_CHUNKSTEPS = NCCL_STEPS / 2 of them
+#: (src/include/collectives.h; the same for AllGather and ReduceScatter), so two are in flight.
+SLOTS = 2
 
 #: nccl-tests' busbw = algbw * factor(n), per collective (doc/PERFORMANCE.md, "Summary")
 _BUS_FACTOR = {
@@ -96,6 +106,7 @@ class Collective:
         root: index of the root rank (Broadcast, Reduce), else None.
         step_overhead: the explicit per-flow software cost (s); None when not given, so that
             `scenario` applies the fabric's fitted costs (`Topology.software`) if it has them.
+        slots: pieces one connection has in flight at most (None: unbounded).
     """
 
     kind: str
@@ -110,6 +121,7 @@ class Collective:
     channels: int
     root: int | None = None
     step_overhead: float | None = None
+    slots: int | None = SLOTS
 
     @property
     def n(self) -> int:
@@ -164,6 +176,7 @@ def allreduce(
     step_overhead: float | str | None = None,
     routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
     reduce_bandwidth: float | str | None = None,
+    slots: int | None = SLOTS,
     name: str = "allreduce",
 ) -> Collective:
     """AllReduce of an S-byte buffer on every rank.
@@ -184,6 +197,10 @@ def allreduce(
         routes: explicit routes (link ids) per (src, dst) pair; other pairs take the fabric's route.
         reduce_bandwidth: if set (bytes/s), every reducing receive is followed by a reduction task
             on the receiving node taking bytes / reduce_bandwidth s, which later sends wait for.
+        slots: pieces (one chunk of one step) a connection (sender, receiver, channel) has in flight
+            at most; its pieces leave step by step, each step's chunks in order. Default `SLOTS` = 2, as
+            NCCL (8 FIFO slots per connection, 4 per ring step's chunk); None: unbounded (every step
+            whose data is ready sends at once). See docs/collectives.md.
         name: prefix of every flow and task id.
     """
     return _build(
@@ -199,6 +216,7 @@ def allreduce(
         reduce_bandwidth,
         name,
         None,
+        slots,
     )
 
 
@@ -213,6 +231,7 @@ def reducescatter(
     step_overhead: float | str | None = None,
     routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
     reduce_bandwidth: float | str | None = None,
+    slots: int | None = SLOTS,
     name: str = "reducescatter",
 ) -> Collective:
     """ReduceScatter of an S-byte input per rank; rank i ends with reduced block i (S / n bytes).
@@ -232,6 +251,7 @@ def reducescatter(
         reduce_bandwidth,
         name,
         None,
+        slots,
     )
 
 
@@ -245,6 +265,7 @@ def allgather(
     rings: Sequence[Sequence[str]] | None = None,
     step_overhead: float | str | None = None,
     routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    slots: int | None = SLOTS,
     name: str = "allgather",
 ) -> Collective:
     """AllGather: rank i contributes block i (S / n bytes); every rank ends with all S bytes.
@@ -252,7 +273,19 @@ def allgather(
     Arguments as for `allreduce`; the only algorithm is "ring".
     """
     return _build(
-        "allgather", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, None, name, None
+        "allgather",
+        ranks,
+        size,
+        algorithm,
+        chunks,
+        channels,
+        rings,
+        step_overhead,
+        routes,
+        None,
+        name,
+        None,
+        slots,
     )
 
 
@@ -267,6 +300,7 @@ def broadcast(
     rings: Sequence[Sequence[str]] | None = None,
     step_overhead: float | str | None = None,
     routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    slots: int | None = SLOTS,
     name: str = "broadcast",
 ) -> Collective:
     """Broadcast of S bytes from ranks[root], pipelined in chunks along each channel's ring from the root.
@@ -274,7 +308,19 @@ def broadcast(
     Arguments as for `allreduce`; root is an index into `ranks`.
     """
     return _build(
-        "broadcast", ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, None, name, root
+        "broadcast",
+        ranks,
+        size,
+        algorithm,
+        chunks,
+        channels,
+        rings,
+        step_overhead,
+        routes,
+        None,
+        name,
+        root,
+        slots,
     )
 
 
@@ -290,6 +336,7 @@ def reduce(
     step_overhead: float | str | None = None,
     routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
     reduce_bandwidth: float | str | None = None,
+    slots: int | None = SLOTS,
     name: str = "reduce",
 ) -> Collective:
     """Reduce of S bytes per rank into ranks[root], pipelined along each channel's ring, ending at the root.
@@ -309,6 +356,7 @@ def reduce(
         reduce_bandwidth,
         name,
         root,
+        slots,
     )
 
 
@@ -321,6 +369,7 @@ def alltoall(
     channels: int = 1,
     step_overhead: float | str | None = None,
     routes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    slots: int | None = SLOTS,
     name: str = "alltoall",
 ) -> Collective:
     """AllToAll: every rank sends S / n bytes to every other rank, all pairs at once (grouped send/recv).
@@ -328,7 +377,19 @@ def alltoall(
     Block i * n + j is the part rank i sends to rank j. Arguments as for `allreduce`.
     """
     return _build(
-        "alltoall", ranks, size, algorithm, chunks, channels, None, step_overhead, routes, None, name, None
+        "alltoall",
+        ranks,
+        size,
+        algorithm,
+        chunks,
+        channels,
+        None,
+        step_overhead,
+        routes,
+        None,
+        name,
+        None,
+        slots,
     )
 
 
@@ -336,7 +397,19 @@ def alltoall(
 
 
 def _build(
-    kind, ranks, size, algorithm, chunks, channels, rings, step_overhead, routes, reduce_bandwidth, name, root
+    kind,
+    ranks,
+    size,
+    algorithm,
+    chunks,
+    channels,
+    rings,
+    step_overhead,
+    routes,
+    reduce_bandwidth,
+    name,
+    root,
+    slots,
 ) -> Collective:
     ranks = _check_ranks(ranks)
     n = len(ranks)
@@ -351,9 +424,12 @@ def _build(
     if root is not None and (not isinstance(root, int) or isinstance(root, bool) or not 0 <= root < n):
         raise ScenarioError(f"root: must be a rank index in [0, {n}), got {root!r}")
     orders = _check_rings(rings, ranks)
-    b = _Builder(name, ranks, 0.0 if step_overhead is None else step_overhead, routes, reduce_bandwidth)
+    b = _Builder(
+        name, ranks, 0.0 if step_overhead is None else step_overhead, routes, reduce_bandwidth, slots
+    )
     schedule = _SCHEDULES[(kind, algorithm)]
     blocks, steps = schedule(b, size, chunks, channels, orders, root)
+    b.bound_slots()
     return Collective(
         kind,
         algorithm,
@@ -367,6 +443,7 @@ def _build(
         channels,
         root,
         None if step_overhead is None else b.overhead,
+        slots,
     )
 
 
@@ -410,10 +487,12 @@ def _check_rings(rings, ranks: tuple[str, ...]) -> list[tuple[int, ...]]:
 class _Builder:
     """Accumulates flows, reduction tasks and transfer records; ids are f"{name}/{tag}"."""
 
-    def __init__(self, name, ranks, step_overhead, routes, reduce_bandwidth):
+    def __init__(self, name, ranks, step_overhead, routes, reduce_bandwidth, slots):
         if not isinstance(name, str) or not name:
             raise ScenarioError(f"name: must be a non-empty string, got {name!r}")
-        self.name, self.ranks = name, ranks
+        if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
+            raise ScenarioError(f"slots: must be an integer >= 1 or None (unbounded), got {slots!r}")
+        self.name, self.ranks, self.slots = name, ranks, slots
         self.overhead = quantity(step_overhead, "time", "step_overhead")
         self.reduce_bandwidth = None
         if reduce_bandwidth is not None:
@@ -428,6 +507,8 @@ class _Builder:
         self.flows: list[Flow] = []
         self.tasks: list[Task] = []
         self.transfers: list[Transfer] = []
+        # connection (channel, lane, src, dst) -> [((step, chunk), flow index, ready id)]
+        self.connections: dict[tuple, list[tuple[tuple[int, int], int, str]]] = collections.defaultdict(list)
 
     def previous(self, channel: int, chunk: int, rest: str) -> str | None:
         """Id of the same connection's flow one chunk earlier (tags are f"k{channel}/c{chunk}/{rest}")."""
@@ -446,11 +527,13 @@ class _Builder:
         chunk: int,
         step: int,
         op: str,
+        lane: int = 0,
     ) -> tuple[str, str]:
         """Adds one flow from rank index src to dst, after the non-None ids in `after`.
 
-        Returns (flow id, ready id): the ready id is what a later use of the received data waits
-        for: the flow itself, or the reduction task that follows a reducing receive.
+        `lane` tells apart connections of one channel between the same ranks (the two trees of the
+        double tree). Returns (flow id, ready id): the ready id is what a later use of the received
+        data waits for: the flow itself, or the reduction task that follows a reducing receive.
         """
         fid = f"{self.name}/{tag}"
         a, b = self.ranks[src], self.ranks[dst]
@@ -459,11 +542,30 @@ class _Builder:
             Flow(fid, a, b, nbytes, route=self.routes.get((a, b)), after=deps, overhead=self.overhead)
         )
         self.transfers.append(Transfer(fid, a, b, tuple(blocks), channel, chunk, step, op))
+        ready = fid
         if op == "reduce" and self.reduce_bandwidth is not None:
-            tid = f"{fid}/sum"
-            self.tasks.append(Task(tid, b, nbytes / self.reduce_bandwidth, after=(fid,)))
-            return fid, tid
-        return fid, fid
+            ready = f"{fid}/sum"
+            self.tasks.append(Task(ready, b, nbytes / self.reduce_bandwidth, after=(fid,)))
+        self.connections[(channel, lane, src, dst)].append(((step, chunk), len(self.flows) - 1, ready))
+        return fid, ready
+
+    def bound_slots(self) -> None:
+        """Connection slots: on each connection, in send order (step, then chunk), piece j waits until
+        the receiver is done with piece j - slots (its receive, or the reduction that reads it).
+
+        Within one step the chunk order (`previous`) already implies it, so only waits on an earlier
+        step are added. Every other dependency points to an earlier step, or to an earlier chunk of
+        the same step, so these (to earlier pieces in the same order) keep the graph acyclic.
+        """
+        if self.slots is None:
+            return
+        for pieces in self.connections.values():
+            pieces = sorted(pieces)
+            for j in range(self.slots, len(pieces)):
+                (step, _), i, _ = pieces[j]
+                (earlier, _), _, wait = pieces[j - self.slots]
+                if earlier != step and wait not in self.flows[i].after:
+                    self.flows[i] = dataclasses.replace(self.flows[i], after=(*self.flows[i].after, wait))
 
 
 # --- schedules: each returns (blocks, steps) ---------------------------------------------------------
@@ -621,6 +723,7 @@ def _tree_schedule(double: bool):
                             chunk=c,
                             step=0,
                             op="reduce",
+                            lane=t,
                         )
                     down: dict[int, str] = {}
                     for w in reversed(_bottom_up(parents)):
@@ -639,6 +742,7 @@ def _tree_schedule(double: bool):
                             chunk=c,
                             step=1,
                             op="copy",
+                            lane=t,
                         )
         return len(trees), 2 * max(max(tree_depths(p)) for p in trees)
 

@@ -4,6 +4,7 @@ progress line, and the plots (drawn from real sweeps, saved as PNGs)."""
 import argparse
 import io
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -230,3 +231,52 @@ def test_example_specs_plan():
     assert size["labels"][0] == "8 KiB" and size["labels"][-1] == "32 MiB" and size["sizes"][0] == 8192
     scaled = json.loads(_meta(grid_sweep(), grid_sweep().plan())["axes"])[2]  # f1 (4e6 B) x [0.25, 1, 2, 8]
     assert scaled["labels"] == ["1 MB", "4 MB", "8 MB", "32 MB"] and scaled["sizes"] == [1e6, 4e6, 8e6, 32e6]
+
+
+def test_to_xarray_or_the_extra_it_needs(grid_result, monkeypatch):
+    try:
+        import xarray  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match=r'pip install "netsim\[xarray\]"'):
+            grid_result.to_xarray()
+    else:  # the optional extra is installed: labels are the coordinates, values line up with grid()
+        ds = grid_result.to_xarray()
+        assert ds["makespan"].dims == ("a_bw", "lat", "f1_bytes")
+        assert list(ds["f1_bytes"].values) == list(grid_result.axis("f1_bytes").labels)  # categorical labels
+        np.testing.assert_array_equal(ds["makespan"].values, grid_result.grid())
+        np.testing.assert_array_equal(ds["status"].values, grid_result.grid("status"))
+        assert ds["status"].dtype == grid_result.status.dtype and ds["makespan"].attrs["units"] == "s"
+        point = dict(zip(("a_bw", "lat", "f1_bytes"), (1, 0, 3), strict=True))
+        i = next(
+            k
+            for k in range(grid_result.n_points)
+            if all(grid_result.axis(n).index[k] == j for n, j in point.items())
+        )
+        sel = {n: grid_result.axis(n).labels[j] for n, j in point.items()}
+        assert float(ds["makespan"].sel(sel)) == grid_result.makespan[i]
+    monkeypatch.setitem(sys.modules, "xarray", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"SweepResult.to_xarray needs xarray, which is not installed"):
+        grid_result.to_xarray()
+
+
+def test_sampled_sweep_to_xarray_has_a_point_dimension():
+    xr = pytest.importorskip("xarray")  # only where the optional extra is installed
+    from netsim.sweep import LinkBandwidth, MessageSize, Sweep
+
+    result = Sweep(
+        diamond(),
+        [
+            LinkBandwidth("bw", scale_range=(0.5, 2.0), independent=True),
+            MessageSize("f1_bytes", match="f1", value=[1e6, 8e6]),
+        ],
+        samples=8,
+        seed=1,
+    ).run(progress=False, chunk_size=CHUNK)
+    ds = result.to_xarray()
+    assert isinstance(ds, xr.Dataset) and ds["makespan"].dims == ("point",)
+    np.testing.assert_array_equal(ds["makespan"].values, result.makespan)
+    axis = result.axis("f1_bytes")
+    assert list(ds["f1_bytes"].values) == [axis.labels[j] for j in axis.index]  # strings, not numbers
+    bw = result.axis("bw")
+    assert ds["bw"].dims == ("point", "bw_id") and list(ds["bw_id"].values) == list(bw.ids)
+    np.testing.assert_array_equal(ds["bw"].values, bw.value)

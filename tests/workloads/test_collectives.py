@@ -77,13 +77,58 @@ def test_ring_allreduce_closed_form(n, kind):
 
 @pytest.mark.parametrize(("n", "chunks", "channels"), [(3, 2, 1), (4, 3, 1), (4, 2, 2), (5, 3, 2)])
 def test_chunked_ring_allreduce_closed_form(n, chunks, channels):
-    # Chunk c of step s starts when (s-1, c) and (s, c-1) finish: the k_d flows on an anti-diagonal
-    # s + c = d start together on every link and share it, taking alpha + k_d * bytes / B. Summed over
-    # the 2(N-1) + C - 1 diagonals: (2(N-1) + C - 1) alpha + 2(N-1) S / (N B). Channels on the same
-    # ring only share the links further: the bytes term is unchanged.
-    c = coll.allreduce(names(n), S, chunks=chunks, channels=channels)
+    # Unbounded slots: chunk c of step s starts when (s-1, c) and (s, c-1) finish: the k_d flows on an
+    # anti-diagonal s + c = d start together on every link and share it, taking alpha + k_d * bytes / B.
+    # Summed over the 2(N-1) + C - 1 diagonals: (2(N-1) + C - 1) alpha + 2(N-1) S / (N B). Channels on
+    # the same ring only share the links further: the bytes term is unchanged.
+    c = coll.allreduce(names(n), S, chunks=chunks, channels=channels, slots=None)
     expected = (2 * (n - 1) + chunks - 1) * ALPHA + 2 * (n - 1) * S / (n * B)
     assert_time(simulate(c, ring_fabric(n)), expected)
+    if chunks <= coll.SLOTS:  # piece (s, c) waits for (s-1, c) on its connection: finished one diagonal ago
+        default = coll.allreduce(names(n), S, chunks=chunks, channels=channels)
+        assert_time(simulate(default, ring_fabric(n)), expected)
+
+
+@pytest.mark.parametrize(("n", "chunks"), [(2, 3), (4, 3)])
+def test_one_slot_serializes_each_connection(n, chunks):
+    # slots=1: each link (one connection) carries its 2(N-1) C pieces one at a time, each alone on it:
+    # tau = alpha + S / (N C B). The data a piece forwards, (s-1, c) one link upstream, finished at
+    # ((s-1) C + c + 1) tau <= (s C + c) tau, when the link frees: no stall. T = 2(N-1) C tau, the sum.
+    tau = ALPHA + S / (n * chunks * B)
+    one = simulate(coll.allreduce(names(n), S, chunks=chunks, slots=1), ring_fabric(n))
+    assert_time(one, 2 * (n - 1) * chunks * tau)
+    # large slots: as unbounded, the anti-diagonal closed form above
+    many = simulate(coll.allreduce(names(n), S, chunks=chunks, slots=10**6), ring_fabric(n))
+    assert_time(many, (2 * (n - 1) + chunks - 1) * ALPHA + 2 * (n - 1) * S / (n * B))
+
+
+def test_slowing_one_direction_of_the_socket_link_is_no_slower_than_both():
+    # The README's PCIe server (builder figures): its natural ring crosses the socket link once each
+    # way. Unbounded, the ring steps queued behind the slowed direction are all in flight at once and
+    # take more than their share of the links they cross: slowing one direction by 30% cost more than
+    # slowing both (8.17 ms vs 7.67 ms at 64 MiB). With NCCL's two pieces in flight per connection the
+    # one-way slowdown is no slower than the two-way one, as on hardware.
+    from netsim._collective_cli import scale_links
+    from netsim.topology import preset
+
+    topo = preset("rtx4090-8x-epyc7542")
+    both, _ = scale_links(topo, [("socket", 0.7)])
+    one, _ = scale_links(topo, [("socket0->socket1", 0.7)])
+    shape = netsim.Shape(items=256, hops=16, after=4, resources=64)
+
+    def time(fabric, slots):
+        c = coll.allreduce(topo.gpus(), "64 MiB", slots=slots)
+        return netsim.simulate(netsim.compile_scenario(c.scenario(fabric), shape=shape)).makespan
+
+    assert time(one, None) > 1.05 * time(both, None)  # the surprise, unbounded
+    assert time(one, coll.SLOTS) <= time(both, coll.SLOTS) * (1 + 1e-9)
+    assert time(topo, coll.SLOTS) <= time(one, coll.SLOTS)  # and slowing a link never helps
+
+
+def test_slots_must_be_a_positive_integer():
+    for bad in (0, -1, 2.0, True, "2"):
+        with pytest.raises(netsim.ScenarioError, match="slots: must be an integer >= 1"):
+            coll.allreduce(names(3), S, slots=bad)
 
 
 def test_two_channels_in_opposite_directions_halve_the_bytes_term():
@@ -98,7 +143,7 @@ def test_two_channels_in_opposite_directions_halve_the_bytes_term():
 @pytest.mark.parametrize(("n", "chunks"), [(4, 1), (5, 3)])
 def test_allgather_reducescatter_closed_form(kind, n, chunks):
     # N-1 steps of S/N per link: (N - 1 + C - 1) alpha + (N-1) S / (N B), by the diagonal argument
-    c = getattr(coll, kind)(names(n), S, chunks=chunks)
+    c = getattr(coll, kind)(names(n), S, chunks=chunks, slots=None)
     assert c.steps == n - 1
     assert_time(simulate(c, ring_fabric(n)), (n + chunks - 2) * ALPHA + (n - 1) * S / (n * B))
 
@@ -283,11 +328,13 @@ CASES = [("allreduce", a) for a in ("ring", "tree", "binary_tree", "halving_doub
 
 
 @pytest.mark.parametrize(("kind", "algorithm"), CASES)
-@pytest.mark.parametrize("n", [2, 3, 5, 8])
-def test_every_rank_ends_with_the_right_data(kind, algorithm, n):
+@pytest.mark.parametrize(
+    ("n", "slots"), [(2, coll.SLOTS), (3, coll.SLOTS), (5, coll.SLOTS), (8, coll.SLOTS), (5, 1)]
+)
+def test_every_rank_ends_with_the_right_data(kind, algorithm, n, slots):
     rng = np.random.default_rng(n)
     ranks = names(n)
-    kwargs = {"algorithm": algorithm, "chunks": 2, "channels": 2}
+    kwargs = {"algorithm": algorithm, "chunks": 2, "channels": 2, "slots": slots}
     if kind != "alltoall":  # each channel on its own random ring order
         kwargs["rings"] = [list(rng.permutation(ranks)) for _ in range(2)]
     if kind in ("broadcast", "reduce"):
@@ -327,11 +374,13 @@ def test_bytes_on_the_wire(kind, algorithm, total):
     assert sum(f.bytes for f in c.workload.flows) == pytest.approx(total(n) * S, rel=1e-12)
 
 
-def test_ring_dependency_rule_is_exact():
-    # send(s, c, i) waits for exactly: the flow into position i at step s-1 of chunk c, and send(s, c-1, i)
+@pytest.mark.parametrize("slots", [None, 1, 2])
+def test_ring_dependency_rule_is_exact(slots):
+    # send(s, c, i) waits for exactly: the flow into position i at step s-1 of chunk c, send(s, c-1, i),
+    # and the piece `slots` earlier on its connection (pieces j = s C + c) when that is of another step
     n, chunks = 5, 3
     ring = ["g3", "g0", "g4", "g1", "g2"]
-    c = coll.allreduce(names(n), S, chunks=chunks, rings=[ring])
+    c = coll.allreduce(names(n), S, chunks=chunks, rings=[ring], slots=slots)
     at = {(t.step, t.chunk, t.src): t for t in c.transfers}
     flows = {f.id: f for f in c.workload.flows}
     for t in c.transfers:
@@ -342,6 +391,9 @@ def test_ring_dependency_rule_is_exact():
             want.add(prev.flow)
         if t.chunk > 0:
             want.add(at[(t.step, t.chunk - 1, t.src)].flow)
+        j = t.step * chunks + t.chunk
+        if slots is not None and j >= slots and (j - slots) // chunks != t.step:
+            want.add(at[(*divmod(j - slots, chunks), t.src)].flow)
         assert set(flows[t.flow].after) == want
 
 
