@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from netsim.cli import cpu_threads_label, set_cpu_threads
 
 
