@@ -225,7 +225,8 @@ def _commit(
 class _Frontier(eqx.Module):
     """The active set, for events that touch only it (`_frontier_step`): every item started and not done,
     the items that finished at the last event, and the next event's scheduling, computed from the
-    successors of those (the plan). A fixed size `A` (static); `fits` is False when any part overflows it."""
+    successors of those (the plan). A fixed size `A` (static); valid while `need <= A`, and then the first
+    `need` slots hold everything, so it fits any buffer of at least `need` by cutting or padding (`_sized`)."""
 
     active: Int[AnyArray, " A"]  # items started and not done; ascending, N fills
     flight: Int[AnyArray, " A"]  # the same after the planned scheduling
@@ -234,7 +235,7 @@ class _Frontier(eqx.Module):
     start: Float[AnyArray, " B"]  # s: their start
     first_byte: Float[AnyArray, " B"]  # s: their first byte
     left: Int[AnyArray, ""]  # items not done
-    fits: Bool[AnyArray, ""]
+    need: Int[AnyArray, ""]  # the smallest buffer size that holds all of it (the arrays fit when <= A)
 
 
 class _Successors(eqx.Module):
@@ -260,7 +261,7 @@ def _ascending(
     """The distinct ids below n, ascending, in `size` slots (n fills), and how many there are."""
     ids = jnp.sort(ids)
     ids = jnp.sort(jnp.where(jnp.concatenate([jnp.zeros(1, bool), ids[1:] == ids[:-1]]), n, ids))
-    count = jnp.sum(ids < n)
+    count = jnp.sum(ids < n, dtype=jnp.int32)
     if ids.shape[0] >= size:
         return ids[:size], count
     return jnp.concatenate([ids, jnp.full(size - ids.shape[0], n, ids.dtype)]), count
@@ -274,7 +275,7 @@ def _plan(
     active: Int[AnyArray, " A"],
     recent: Int[AnyArray, " A"],
     left: Int[AnyArray, ""],
-    fits: Bool[AnyArray, ""],
+    need: Int[AnyArray, ""],
 ) -> _Frontier:
     """The frontier after an event: the next event's scheduling from the successors of `recent` alone.
 
@@ -300,8 +301,8 @@ def _plan(
     first_byte = start + latency.at[cand].get(mode="fill", fill_value=0.0)
     begin = jnp.where(ready, cand, n)
     union, count = _ascending(jnp.concatenate([active, begin]), size, n)
-    fits = fits & (ends[-1] <= size) & (count <= size)
-    return _Frontier(active, union, recent, begin, start, first_byte, left.astype(jnp.int32), fits)
+    need = jnp.maximum(jnp.maximum(need.astype(jnp.int32), ends[-1]), count)
+    return _Frontier(active, union, recent, begin, start, first_byte, left.astype(jnp.int32), need)
 
 
 def _full_step(
@@ -310,10 +311,10 @@ def _full_step(
     """`step` over every item, then the frontier rebuilt from scratch (O(items), as the step)."""
     new = step(network, program, s, latency=latency, floor=floor, dense=dense, loop=loop, tolerance=tolerance)
     in_flight, finished = new.started & ~new.done, new.done & ~s.done
-    fits = (jnp.sum(in_flight) <= size) & (jnp.sum(finished) <= size)
+    need = jnp.maximum(jnp.sum(in_flight, dtype=jnp.int32), jnp.sum(finished, dtype=jnp.int32))
     active = compact(in_flight, size)
     recent = compact(finished, size)
-    return new, _plan(program, latency, succ, new, active, recent, jnp.sum(~new.done), fits)
+    return new, _plan(program, latency, succ, new, active, recent, jnp.sum(~new.done), need)
 
 
 def _frontier_step(
@@ -328,7 +329,7 @@ def _frontier_step(
     tolerance: float,
     succ: _Successors,
 ) -> tuple[SimState, _Frontier]:
-    """`step` on the frontier alone (when `f.fits`): the same results, in work that grows with the active
+    """`step` on the frontier alone (when `f.need` <= its size): the same results, in work that grows with the active
     set, not the item count. Gathers the view, advances it with `_advance` and scatters it back."""
     n = program.after.shape[0]
     size = f.flight.shape[0]
@@ -369,44 +370,67 @@ def _frontier_step(
         alloc.rounds,
     )
     new = _commit(s, event, start, full, whole)
-    active, _ = _ascending(jnp.where(items.started & ~items.done, view, n), size, n)
-    recent, _ = _ascending(jnp.where(event.finishing, view, n), size, n)
+    active, n_active = _ascending(jnp.where(items.started & ~items.done, view, n), size, n)
+    recent, n_recent = _ascending(jnp.where(event.finishing, view, n), size, n)
     left = f.left - jnp.sum(event.finishing).astype(f.left.dtype)
-    return new, _plan(program, latency, succ, new, active, recent, left, jnp.ones((), bool))
+    return new, _plan(program, latency, succ, new, active, recent, left, jnp.maximum(n_active, n_recent))
 
 
-def _resized(program, latency, succ, s: SimState, f: _Frontier, size: int) -> _Frontier:
-    """`f` planned again at another buffer size; fits only if its items fit that size."""
-    n = program.after.shape[0]
-    fit = lambda x: (
-        x[:size] if x.shape[0] >= size else jnp.concatenate([x, jnp.full(size - x.shape[0], n, x.dtype)])
+def _sized(f: _Frontier, size: int, n: int) -> _Frontier:
+    """`f` in buffers of `size` slots (exact when f.need <= size: the rest are fill)."""
+
+    def fit(x, fill):
+        if x.shape[0] >= size:
+            return x[:size]
+        return jnp.concatenate([x, jnp.full(size - x.shape[0], fill, x.dtype)])
+
+    return _Frontier(
+        fit(f.active, n),
+        fit(f.flight, n),
+        fit(f.recent, n),
+        fit(f.begin, n),
+        fit(f.start, 0.0),
+        fit(f.first_byte, 0.0),
+        f.left,
+        f.need,
     )
-    fits = (jnp.sum(f.active < n) <= size) & (jnp.sum(f.recent < n) <= size)
-    return _plan(program, latency, succ, s, fit(f.active), fit(f.recent), f.left, fits)
 
 
-def _frontier_loop(network, program, c, *, sizes, stop, **kw) -> tuple[SimState, _Frontier]:
-    """Frontier steps at buffer size sizes[0] while the plan fits; after each, the smaller sizes' loops."""
+def _ladder(network, program, c, *, sizes, stop, **kw) -> tuple[SimState, _Frontier]:
+    """Frontier steps while the active set fits sizes[0], each on the smallest buffer that holds it.
 
-    def on_frontier(c: tuple[SimState, _Frontier]) -> Bool[AnyArray, ""]:
-        s, f = c
-        return f.fits & (f.left > 0) & (s.events < stop) & (s.status == OK)
+    One loop per size, each run while its size is the smallest that fits, in turn; a loop is entered only
+    at a change of size (entering a loop copies the state, so an idle loop per event would cost O(items)).
+    A plan that outgrows a small buffer is made again at sizes[0] from that buffer's active and recent
+    items, which it holds."""
+    n = program.after.shape[0]
 
-    def body(c):
-        s, f = _frontier_step(network, program, *c, **kw)
-        if len(sizes) == 1:
-            return s, f
-        plan = dict(program=program, latency=kw["latency"], succ=kw["succ"])
-        s2, small = _frontier_loop(
-            network, program, (s, _resized(s=s, f=f, size=sizes[1], **plan)), sizes=sizes[1:], stop=stop, **kw
-        )
-        # back at this size: plan again from where the smaller buffer stopped, if it took any event
-        f = jax.lax.cond(
-            s2.events > s.events, lambda: _resized(s=s2, f=small, size=sizes[0], **plan), lambda: f
-        )
-        return s2, f
+    def going(s: SimState, f: _Frontier) -> Bool[AnyArray, ""]:
+        return (f.left > 0) & (s.events < stop) & (s.status == OK)
 
-    return jax.lax.while_loop(on_frontier, body, c)
+    def level(i: int, c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
+        def cond(c):
+            s, f = c
+            smallest = f.need <= sizes[i]
+            if i + 1 < len(sizes):
+                smallest = smallest & (f.need > sizes[i + 1])
+            return smallest & going(s, f)
+
+        return jax.lax.while_loop(cond, lambda c: _frontier_step(network, program, *c, **kw), c)
+
+    def body(c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
+        s, top = level(0, c)
+        for i, size in enumerate(sizes[1:], 1):
+            s2, f = level(i, (s, _sized(top, size, n)))
+            big = _sized(f, sizes[0], n)  # its active and recent items fit: plan again at sizes[0]
+            need = jnp.maximum(jnp.sum(f.active < n, dtype=jnp.int32), jnp.sum(f.recent < n, dtype=jnp.int32))
+            again = _plan(program, kw["latency"], kw["succ"], s2, big.active, big.recent, f.left, need)
+            ran = s2.events > s.events
+            top = jax.tree.map(lambda a, b, ran=ran: jnp.where(ran, a, b), again, top)
+            s = s2
+        return s, top
+
+    return jax.lax.while_loop(lambda c: (c[1].need <= sizes[0]) & going(*c), body, c)
 
 
 def run(
@@ -505,7 +529,7 @@ def run(
 
         def rounds(s: SimState) -> SimState:
             c = _full_step(network, program, s, dense=matrix, size=sizes[0], **kw)
-            return _frontier_loop(network, program, c, sizes=sizes, stop=stop, **kw)[0]
+            return _ladder(network, program, c, sizes=sizes, stop=stop, **kw)[0]
 
         s = jax.lax.while_loop(unfinished, rounds, s0)
     paused = (s.events < max_events) & (s.status == OK) if until is not None else False
