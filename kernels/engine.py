@@ -8,9 +8,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Bool, Float, Int
 
-from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, AnyArray, Network, Program, SimState
+from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Allocation, AnyArray, Network, Program, SimState
 from .maxmin import (
     append_row,
+    compact,
     dense_by_default,
     empty_allocation,
     gather,
@@ -23,6 +24,9 @@ from .maxmin import (
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
 TIE = 1e-12
+# Buffer sizes of the frontier (`run`): events work on the active items alone while they fit 128, and on
+# 16-item buffers while they fit those (a chain's per-event cost falls ~3x from 128 to 16).
+FRONTIER = (128, 16)
 
 
 def route_latency(network: Network, program: Program) -> Float[AnyArray, " N"]:
@@ -58,6 +62,17 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
     )
 
 
+class _Items(eqx.Module):
+    """The per-item part of the state, for every item or for a compact view of some (`_advance`)."""
+
+    remaining: Float[AnyArray, " n"]
+    started: Bool[AnyArray, " n"]
+    done: Bool[AnyArray, " n"]
+    first_byte: Float[AnyArray, " n"]
+    finish: Float[AnyArray, " n"]
+    held: Float[AnyArray, "n H"]
+
+
 def step(
     network: Network,
     program: Program,
@@ -74,7 +89,6 @@ def step(
     latency: `route_latency`; floor: `rate_floor` of every routed item; dense: None or `incidence` (all
     fixed for a run, so computed once); tolerance: see `run`.
     """
-    t = s.time
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
     #    predecessor's finish) and its first byte follows after the route latency: both are known now, so
     #    a release needs no event of its own, and no drift comes from the event clock.
@@ -83,23 +97,56 @@ def step(
     begin = ~s.started & pred_done
     start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
     first_byte = jnp.where(begin, start + latency, s.first_byte)
-    started = s.started | begin
+    items = _Items(s.remaining, s.started | begin, s.done, first_byte, s.finish, s.held)
+    items, alloc, out = _advance(
+        network.capacity, program.route, s, items, s.allocation, floor, dense, loop, tolerance
+    )
+    return _commit(s, out, start, items, alloc)
+
+
+class _Event(eqx.Module):
+    """What `_advance` tells `_commit` besides the items: the event's time and resource totals."""
+
+    time: Float[AnyArray, ""]
+    gap: Float[AnyArray, ""]  # s the rates held for
+    moved_bytes: Float[AnyArray, " R"]
+    merged: Int[AnyArray, ""]
+    status: Int[AnyArray, ""]
+    finishing: Bool[AnyArray, " n"]
+    load: Float[AnyArray, " R"]
+
+
+def _advance(
+    capacity: Float[AnyArray, " R"],
+    route: Int[AnyArray, "n H"],
+    s: SimState,
+    items: _Items,
+    prior: Allocation,
+    floor: Float[AnyArray, " n"],
+    dense: Float[AnyArray, "n R"] | None,
+    loop: str,
+    tolerance: float,
+) -> tuple[_Items, Allocation, _Event]:
+    """Steps 2-4 of an event on `items` (scheduled already): every item, or a compact view holding every
+    item started and not done and every item of `prior.active` (the frontier). Elementwise per item but
+    for the max-min allocation and the sums over resources, which add in item order either way, so a view
+    gives the very same floating-point results as the whole."""
+    t = s.time
+    started, first_byte = items.started, items.first_byte
     # the fast mode lets a first byte up to half a window ahead start now, as it lets completions fold in
     horizon = t + 0.5 * tolerance * jnp.abs(t) if tolerance else t
-    moving = started & ~s.done & (first_byte <= horizon)
+    moving = started & ~items.done & (first_byte <= horizon)
 
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
-    alloc = maxmin_rates(
-        network.capacity, program.route, moving, prior=s.allocation, floor=floor, dense=dense, loop=loop
-    )
+    alloc = maxmin_rates(capacity, route, moving, prior=prior, floor=floor, dense=dense, loop=loop)
     rate = alloc.rate
 
     # 3. Next event: a completion or a first byte (release + latency expiry).
     positive = rate > 0
-    t_done = jnp.where(moving & positive, t + s.remaining / jnp.where(positive, rate, 1.0), jnp.inf)
-    t_done = jnp.where(moving & (s.remaining <= 0), t, t_done)
-    t_first = jnp.where(started & ~s.done & ~moving, first_byte, jnp.inf)
+    t_done = jnp.where(moving & positive, t + items.remaining / jnp.where(positive, rate, 1.0), jnp.inf)
+    t_done = jnp.where(moving & (items.remaining <= 0), t, t_done)
+    t_first = jnp.where(started & ~items.done & ~moving, first_byte, jnp.inf)
     t_next = jnp.minimum(jnp.min(t_done), jnp.min(t_first))
     stalled = ~jnp.isfinite(t_next)
     t_next = jnp.where(stalled, t, t_next)
@@ -107,7 +154,7 @@ def step(
 
     # 4. Advance: move bytes, finish what completes at t_next (ties within TIE finish together).
     finishing = moving & (t_done <= t_next + TIE * jnp.abs(t_next))
-    finish = jnp.where(finishing, t_next, s.finish)
+    finish = jnp.where(finishing, t_next, items.finish)
     moved_bytes = alloc.load * gap
     held_for = gap
     merged = s.merged
@@ -126,44 +173,264 @@ def step(
         merged = merged + jnp.sum(
             (finishing & (t_done > late)) | ((t_first > late) & (t_first <= t_end)) | starts_early
         ).astype(merged.dtype)
-        finish = jnp.where(finishing, t_done, s.finish)
+        finish = jnp.where(finishing, t_done, items.finish)
         # load x gap counts each finishing item's rate to t_end: too much if it finished before, too little after
         early = jnp.where(finishing, rate * (t_end - t_done), 0.0)
         gap = t_end - t
-        moved_bytes = alloc.load * gap - to_resources(early, program.route, network.capacity.shape[0], dense)
+        moved_bytes = alloc.load * gap - to_resources(early, route, capacity.shape[0], dense)
         held_for = jnp.where(finishing, t_done - t, gap)[:, None]
         t_next = t_end
-    remaining = jnp.where(moving, jnp.maximum(s.remaining - rate * gap, 0.0), s.remaining)
+    remaining = jnp.where(moving, jnp.maximum(items.remaining - rate * gap, 0.0), items.remaining)
     remaining = jnp.where(finishing, 0.0, remaining)
-    n_hops = program.route.shape[1]
+    n_hops = route.shape[1]
     on_bottleneck = jnp.arange(n_hops, dtype=alloc.bottleneck.dtype)[None, :] == alloc.bottleneck[:, None]
-    held = s.held + jnp.where(moving[:, None] & on_bottleneck, held_for, 0.0)
+    held = items.held + jnp.where(moving[:, None] & on_bottleneck, held_for, 0.0)
     bad = ~jnp.all(jnp.isfinite(remaining)) | ~jnp.isfinite(t_next)
     status = s.status | jnp.where(stalled, STALLED, OK) | jnp.where(bad, NONFINITE, OK)
+    items = _Items(remaining, started, items.done | finishing, first_byte, finish, held)
+    event = _Event(t_next, gap, moved_bytes, merged, status.astype(jnp.int32), finishing, alloc.load)
+    return items, alloc, event
+
+
+def _commit(
+    s: SimState, event: _Event, start: Float[AnyArray, " N"], items: _Items, alloc: Allocation
+) -> SimState:
+    """The state after an event, from every item's new values."""
     trace_time, trace_load = s.trace_time, s.trace_load
     if trace_time.shape[0]:  # recording (static): keep this interval's start and loads
-        trace_time = trace_time.at[s.events].set(t, mode="drop")
-        trace_load = trace_load.at[s.events].set(alloc.load, mode="drop")
+        trace_time = trace_time.at[s.events].set(s.time, mode="drop")
+        trace_load = trace_load.at[s.events].set(event.load, mode="drop")
     return SimState(
-        time=t_next,
-        remaining=remaining,
-        started=started,
-        done=s.done | finishing,
+        time=event.time,
+        remaining=items.remaining,
+        started=items.started,
+        done=items.done,
         start=start,
-        first_byte=first_byte,
-        finish=finish,
-        resource_bytes=s.resource_bytes + moved_bytes,
-        resource_busy=s.resource_busy + jnp.where(alloc.load > 0, gap, 0.0),
-        held=held,
+        first_byte=items.first_byte,
+        finish=items.finish,
+        resource_bytes=s.resource_bytes + event.moved_bytes,
+        resource_busy=s.resource_busy + jnp.where(event.load > 0, event.gap, 0.0),
+        held=items.held,
         allocation=alloc,
         events=s.events + 1,
-        merged=merged,
+        merged=event.merged,
         rounds=s.rounds + alloc.rounds,
         max_rounds=jnp.maximum(s.max_rounds, alloc.rounds),
-        status=status.astype(jnp.int32),
+        status=event.status,
         trace_time=trace_time,
         trace_load=trace_load,
     )
+
+
+class _Frontier(eqx.Module):
+    """The active set, for events that touch only it (`_frontier_step`): every item started and not done,
+    the items that finished at the last event, and the next event's scheduling, computed from the
+    successors of those (the plan). A fixed size `A` (static); valid while `need <= A`, and then the first
+    `need` slots hold everything, so it fits any buffer of at least `need` by cutting or padding (`_sized`)."""
+
+    active: Int[AnyArray, " A"]  # items started and not done; ascending, N fills
+    flight: Int[AnyArray, " A"]  # the same after the planned scheduling
+    recent: Int[AnyArray, " A"]  # items that finished at the last event; ascending, N fills
+    begin: Int[AnyArray, " B"]  # items the next event schedules (repeats allowed); N fills
+    start: Float[AnyArray, " B"]  # s: their start
+    first_byte: Float[AnyArray, " B"]  # s: their first byte
+    left: Int[AnyArray, ""]  # items not done
+    need: Int[AnyArray, ""]  # the smallest buffer size that holds all of it (the arrays fit when <= A)
+
+
+class _Successors(eqx.Module):
+    """The dependency graph turned around (CSR): the items waiting on item i are index[ptr[i]:ptr[i + 1]]."""
+
+    ptr: Int[AnyArray, " M"]  # N + 2 entries
+    index: Int[AnyArray, " E"]
+
+
+def successors(after: Int[AnyArray, "N P"]) -> _Successors:
+    """`after` as successor lists, built once per run (a sort of the N x P predecessor entries)."""
+    n, p = after.shape
+    pred = jnp.asarray(after).ravel()
+    order = jnp.argsort(pred, stable=True)
+    index = (order // p).astype(jnp.int32)
+    ptr = jnp.searchsorted(pred[order], jnp.arange(n + 2, dtype=pred.dtype), side="left").astype(jnp.int32)
+    return _Successors(ptr, index)
+
+
+def _ascending(
+    ids: Int[AnyArray, " m"], size: int, n: int
+) -> tuple[Int[AnyArray, " size"], Int[AnyArray, ""]]:
+    """The distinct ids below n, ascending, in `size` slots (n fills), and how many there are."""
+    ids = jnp.sort(ids)
+    ids = jnp.sort(jnp.where(jnp.concatenate([jnp.zeros(1, bool), ids[1:] == ids[:-1]]), n, ids))
+    count = jnp.sum(ids < n, dtype=jnp.int32)
+    if ids.shape[0] >= size:
+        return ids[:size], count
+    return jnp.concatenate([ids, jnp.full(size - ids.shape[0], n, ids.dtype)]), count
+
+
+def _plan(
+    program: Program,
+    latency: Float[AnyArray, " N"],
+    succ: _Successors,
+    s: SimState,
+    active: Int[AnyArray, " A"],
+    recent: Int[AnyArray, " A"],
+    left: Int[AnyArray, ""],
+    need: Int[AnyArray, ""],
+) -> _Frontier:
+    """The frontier after an event: the next event's scheduling from the successors of `recent` alone.
+
+    An item becomes ready only when its last predecessor finishes, so the items the next event schedules
+    are among the successors of the items that finished at this one: the same begin, start and first byte
+    as the full scan over every item in `step`, which the next event needs only when a buffer overflows."""
+    n = program.after.shape[0]
+    size = active.shape[0]
+    after, release = jnp.asarray(program.after), jnp.asarray(program.release)
+    real = recent < n
+    lo = succ.ptr.at[recent].get(mode="fill", fill_value=0)
+    deg = jnp.where(real, succ.ptr.at[recent + 1].get(mode="fill", fill_value=0) - lo, 0)
+    ends = jnp.cumsum(deg, dtype=jnp.int32)
+    slot = jnp.arange(size, dtype=jnp.int32)  # the plan takes up to `size` successor entries
+    which = jnp.minimum(jnp.searchsorted(ends, slot, side="right"), size - 1).astype(jnp.int32)
+    entry = lo[which] + slot - (ends[which] - deg[which])
+    cand = jnp.where(slot < ends[-1], succ.index.at[entry].get(mode="fill", fill_value=n), n)
+    preds = after.at[cand].get(mode="fill", fill_value=n)
+    pred_done = jnp.all(s.done.at[preds].get(mode="fill", fill_value=True), axis=1)
+    pred_finish = jnp.max(s.finish.at[preds].get(mode="fill", fill_value=0.0), axis=1)
+    ready = (cand < n) & ~s.started.at[cand].get(mode="fill", fill_value=True) & pred_done
+    start = jnp.maximum(release.at[cand].get(mode="fill", fill_value=0.0), pred_finish)
+    first_byte = start + latency.at[cand].get(mode="fill", fill_value=0.0)
+    begin = jnp.where(ready, cand, n)
+    union, count = _ascending(jnp.concatenate([active, begin]), size, n)
+    need = jnp.maximum(jnp.maximum(need.astype(jnp.int32), ends[-1]), count)
+    return _Frontier(active, union, recent, begin, start, first_byte, left.astype(jnp.int32), need)
+
+
+def _full_step(
+    network, program, s, *, latency, floor, dense, loop, tolerance, succ, size
+) -> tuple[SimState, _Frontier]:
+    """`step` over every item, then the frontier rebuilt from scratch (O(items), as the step)."""
+    new = step(network, program, s, latency=latency, floor=floor, dense=dense, loop=loop, tolerance=tolerance)
+    in_flight, finished = new.started & ~new.done, new.done & ~s.done
+    need = jnp.maximum(jnp.sum(in_flight, dtype=jnp.int32), jnp.sum(finished, dtype=jnp.int32))
+    active = compact(in_flight, size)
+    recent = compact(finished, size)
+    return new, _plan(program, latency, succ, new, active, recent, jnp.sum(~new.done), need)
+
+
+def _frontier_step(
+    network: Network,
+    program: Program,
+    s: SimState,
+    f: _Frontier,
+    *,
+    latency: Float[AnyArray, " N"],
+    floor: Float[AnyArray, " N"],
+    loop: str,
+    tolerance: float,
+    succ: _Successors,
+) -> tuple[SimState, _Frontier]:
+    """`step` on the frontier alone (when `f.need` <= its size): the same results, in work that grows with the active
+    set, not the item count. Gathers the view, advances it with `_advance` and scatters it back."""
+    n = program.after.shape[0]
+    size = f.flight.shape[0]
+    get = lambda x, fill: x.at[view].get(mode="fill", fill_value=fill)
+    put = lambda x, v: x.at[view].set(v, mode="drop")
+    started = s.started.at[f.begin].set(True, mode="drop")
+    start = s.start.at[f.begin].set(f.start, mode="drop")
+    first_byte = s.first_byte.at[f.begin].set(f.first_byte, mode="drop")
+    # the view: items in flight and those that just left the allocation (disjoint sets), in item order
+    view = jnp.sort(jnp.concatenate([f.flight, f.recent]))
+    items = _Items(
+        get(s.remaining, 0.0),
+        get(started, True),
+        get(s.done, True),
+        get(first_byte, 0.0),
+        get(s.finish, 0.0),
+        get(s.held, 0.0),
+    )
+    a = s.allocation
+    prior = Allocation(get(a.active, False), get(a.rate, 0.0), get(a.bottleneck, 0), a.load, a.rounds)
+    route = get(jnp.asarray(program.route), network.capacity.shape[0])
+    items, alloc, event = _advance(
+        network.capacity, route, s, items, prior, get(floor, jnp.inf), None, loop, tolerance
+    )
+    full = _Items(
+        put(s.remaining, items.remaining),
+        put(started, items.started),
+        put(s.done, items.done),
+        put(first_byte, items.first_byte),
+        put(s.finish, items.finish),
+        put(s.held, items.held),
+    )
+    whole = Allocation(
+        put(a.active, alloc.active),
+        put(a.rate, alloc.rate),
+        put(a.bottleneck, alloc.bottleneck),
+        alloc.load,
+        alloc.rounds,
+    )
+    new = _commit(s, event, start, full, whole)
+    active, n_active = _ascending(jnp.where(items.started & ~items.done, view, n), size, n)
+    recent, n_recent = _ascending(jnp.where(event.finishing, view, n), size, n)
+    left = f.left - jnp.sum(event.finishing).astype(f.left.dtype)
+    return new, _plan(program, latency, succ, new, active, recent, left, jnp.maximum(n_active, n_recent))
+
+
+def _sized(f: _Frontier, size: int, n: int) -> _Frontier:
+    """`f` in buffers of `size` slots (exact when f.need <= size: the rest are fill)."""
+
+    def fit(x, fill):
+        if x.shape[0] >= size:
+            return x[:size]
+        return jnp.concatenate([x, jnp.full(size - x.shape[0], fill, x.dtype)])
+
+    return _Frontier(
+        fit(f.active, n),
+        fit(f.flight, n),
+        fit(f.recent, n),
+        fit(f.begin, n),
+        fit(f.start, 0.0),
+        fit(f.first_byte, 0.0),
+        f.left,
+        f.need,
+    )
+
+
+def _ladder(network, program, c, *, sizes, stop, **kw) -> tuple[SimState, _Frontier]:
+    """Frontier steps while the active set fits sizes[0], each on the smallest buffer that holds it.
+
+    One loop per size, each run while its size is the smallest that fits, in turn; a loop is entered only
+    at a change of size (entering a loop copies the state, so an idle loop per event would cost O(items)).
+    A plan that outgrows a small buffer is made again at sizes[0] from that buffer's active and recent
+    items, which it holds."""
+    n = program.after.shape[0]
+
+    def going(s: SimState, f: _Frontier) -> Bool[AnyArray, ""]:
+        return (f.left > 0) & (s.events < stop) & (s.status == OK)
+
+    def level(i: int, c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
+        def cond(c):
+            s, f = c
+            smallest = f.need <= sizes[i]
+            if i + 1 < len(sizes):
+                smallest = smallest & (f.need > sizes[i + 1])
+            return smallest & going(s, f)
+
+        return jax.lax.while_loop(cond, lambda c: _frontier_step(network, program, *c, **kw), c)
+
+    def body(c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
+        s, top = level(0, c)
+        for i, size in enumerate(sizes[1:], 1):
+            s2, f = level(i, (s, _sized(top, size, n)))
+            big = _sized(f, sizes[0], n)  # its active and recent items fit: plan again at sizes[0]
+            need = jnp.maximum(jnp.sum(f.active < n, dtype=jnp.int32), jnp.sum(f.recent < n, dtype=jnp.int32))
+            again = _plan(program, kw["latency"], kw["succ"], s2, big.active, big.recent, f.left, need)
+            ran = s2.events > s.events
+            top = jax.tree.map(lambda a, b, ran=ran: jnp.where(ran, a, b), again, top)
+            s = s2
+        return s, top
+
+    return jax.lax.while_loop(lambda c: (c[1].need <= sizes[0]) & going(*c), body, c)
 
 
 def run(
@@ -177,6 +444,7 @@ def run(
     tolerance: float = 0.0,
     state: SimState | None = None,
     until: Int[AnyArray, ""] | None = None,
+    frontier: int | tuple[int, ...] | None = None,
 ) -> SimState:
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
@@ -199,6 +467,14 @@ def run(
         once `until` events have passed (a traced count: one compile serves every slice). netsim.simulate
         runs long simulations in slices this way to report progress between them.
 
+    frontier: buffer sizes A (static: one int, or decreasing ints), or 0 to scan every item at every event.
+        While at most A items are started and not done (and at most A finished at the last event and at most
+        A wait on those), an event works on those alone: scheduling follows the successors of the items
+        that just finished, and rates, times and bytes are computed on a compact view of the active items,
+        scattered back into the state. Same results bit for bit; the work per event grows with the smallest
+        size that holds the active set, not with the item count. Default FRONTIER for loop="lax" above
+        2 x FRONTIER[0] items without the incidence matrix, else 0.
+
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
     if not isinstance(tolerance, int | float) or not 0.0 <= tolerance < 1.0:
@@ -210,6 +486,7 @@ def run(
             " jax.config.update('jax_enable_x64', True) or run inside `with jax.enable_x64(True):`"
         )
     n_resources = network.capacity.shape[0]
+    n_items = program.route.shape[0]
     latency = route_latency(network, program)
     everyone = jnp.ones(program.route.shape[0], bool)  # padding items cross nothing: they add no users
     floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route, everyone))  # only compared
@@ -227,13 +504,34 @@ def run(
             network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance
         )
 
-    s = eqxi.while_loop(
-        unfinished,
-        body,
-        initial_state(program, n_resources, record) if state is None else state,
-        max_steps=None if loop == "lax" else max_events,
-        kind=loop,
-    )
+    s0 = initial_state(program, n_resources, record) if state is None else state
+    if frontier is None:
+        frontier = FRONTIER if loop == "lax" and not dense and n_items > 2 * FRONTIER[0] else ()
+    sizes = (frontier,) if isinstance(frontier, int) and frontier else frontier or ()
+    if (
+        not isinstance(sizes, tuple)
+        or not all(isinstance(k, int) and k > 0 for k in sizes)
+        or list(sizes) != sorted(set(sizes), reverse=True)
+    ):
+        raise ValueError(
+            f"netsim.kernels.run: frontier must be 0, a size > 0 or decreasing sizes > 0, got {frontier!r}"
+        )
+    if sizes and (loop != "lax" or dense):
+        raise ValueError(
+            "netsim.kernels.run: a frontier needs loop='lax' and no incidence matrix (dense=False), got"
+            f" loop={loop!r}, dense={dense!r}"
+        )
+    if not sizes:
+        s = eqxi.while_loop(unfinished, body, s0, max_steps=None if loop == "lax" else max_events, kind=loop)
+    else:  # a full step, then frontier steps while the active set fits, and again
+        succ = successors(program.after)
+        kw = dict(latency=latency, floor=floor, loop=loop, tolerance=tolerance, succ=succ)
+
+        def rounds(s: SimState) -> SimState:
+            c = _full_step(network, program, s, dense=matrix, size=sizes[0], **kw)
+            return _ladder(network, program, c, sizes=sizes, stop=stop, **kw)[0]
+
+        s = jax.lax.while_loop(unfinished, rounds, s0)
     paused = (s.events < max_events) & (s.status == OK) if until is not None else False
     late = jnp.where(jnp.all(s.done) | paused, OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))
