@@ -9,10 +9,12 @@ from ._base import LinkFabric as LinkFabric
 from ._base import Workload as Workload
 from ._base import concat as concat
 from ._jobs import MODELS as MODELS
+from ._jobs import MODELS_PATH as MODELS_PATH
 from ._jobs import PATTERNS as PATTERNS
 from ._jobs import Job as Job
 from ._jobs import Model as Model
 from ._jobs import job_workload as job_workload
+from ._jobs import load_models as load_models
 from ._pipeline import SCHEDULES as SCHEDULES
 from ._pipeline import Offload as Offload
 from ._pipeline import Op as Op
