@@ -51,7 +51,9 @@ __all__ = [
     "JobParams",
     "JobPrediction",
     "colocation_errors",
+    "egress",
     "fit_jobs",
+    "isolated_time",
     "parse_key",
     "predict_jobs",
     "spearman",
@@ -381,7 +383,7 @@ def lay_out_jobs(
     sync = np.zeros((B, n_items))
     ends = np.zeros((B, 2, n_it, n_items), bool)
     iters = np.zeros((B, 2), np.int32)
-    for k, ((scenario, meta, its_ends), js, comp) in enumerate(zip(built, jobs, batch.compiled, strict=True)):
+    for k, ((scenario, meta, its_ends), js) in enumerate(zip(built, jobs, strict=True)):
         ids = [f.id for f in scenario.flows] + [t.id for t in scenario.tasks]
         pos = {i: n for n, i in enumerate(ids)}
         for i, (s, c, y, is_task) in ((pos[i], v) for i, v in meta.items()):
@@ -391,7 +393,6 @@ def lay_out_jobs(
             iters[k, s] = n
             for it, last in enumerate(e):
                 ends[k, s, it, [pos[i] for i in last]] = True
-        del comp
     net = kernels.Network(np.asarray(batch.network.capacity[0]), np.asarray(batch.network.latency[0]))
     return (
         JobBatch(net, batch.program, model, slot, task, coef, sync, ends, iters, batch.max_events),
@@ -522,11 +523,14 @@ def _evaluate(params: JobParams, b: JobBatch):
 
 
 def _check(status, where: str) -> None:
+    """Raises SimulationError naming the first scenario that did not finish (status read on the host)."""
     status = np.asarray(status)
-    if np.any(status != 0):
-        i = int(np.flatnonzero(status)[0])
-        reasons = kernels.Status(int(status[i])).reasons(events="?", max_events="the shape's")
-        raise SimulationError(f"{where}: scenario {i} did not finish: {'; '.join(reasons)}")
+    bad = np.flatnonzero(status)
+    if bad.size:
+        flags = kernels.Status(int(status[bad[0]]))
+        raise SimulationError(
+            f"{where}: {bad.size} scenario(s) did not finish; scenario {int(bad[0])}: {flags!r}"
+        )
 
 
 # --- public entry points --------------------------------------------------------------------------

@@ -28,6 +28,11 @@ def tiny():
     return jobs.DeepShareTable(CONFIGS, {c: full.isolated[c] for c in CONFIGS}, full.ratio[np.ix_(idx, idx)])
 
 
+@pytest.fixture(scope="module")
+def pred(tiny):  # every test's simulations share this one layout (one compile per jitted function)
+    return jobs.predict_jobs(START, tiny, fabric=FABRIC, max_iterations=3)
+
+
 @pytest.fixture
 def standard():
     with jax.numpy_dtype_promotion("standard"):
@@ -39,10 +44,9 @@ def layout(table):
     return jobs._setup(table, None, START, FABRIC, patterns, 3)
 
 
-def test_isolated_iteration_is_the_closed_form(tiny):
+def test_isolated_iteration_is_the_closed_form(pred):
     # alone, a job's iteration is compute + sync x (servers - 1) + its per-server egress at the NIC
     # (the slower link; each link carries one flow): FSDP 2 GPUs on 2 servers moves (1/2 + 1/2) S
-    pred = jobs.predict_jobs(START, tiny, pairs=[], fabric=FABRIC, max_iterations=3)
     nic = 100e9 / 8
     fsdp = 0.05 + 2e-3 + 2e8 / nic
     moe = lambda k: 0.03 + 1e-3 + 2 * k * (1 - 1 / 2) * 1.5e8 / nic  # two all-to-alls of k S (1 - 1/n)
@@ -54,8 +58,7 @@ def test_isolated_iteration_is_the_closed_form(tiny):
         assert t == pytest.approx(jobs.isolated_time(START[m], g, n, FABRIC), rel=1e-12)
 
 
-def test_colocation_slows_both_and_self_pair_by_the_closed_form(tiny):
-    pred = jobs.predict_jobs(START, tiny, fabric=FABRIC, max_iterations=3)
+def test_colocation_slows_both_and_self_pair_by_the_closed_form(pred):
     r = dict(zip(pred.entries, pred.simulated, strict=True))
     # two identical FSDP jobs in phase share every NIC at half rate while communicating:
     # ratio = (c + y + a) / (c + y + 2a), a = the communication time alone
