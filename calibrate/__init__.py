@@ -9,6 +9,7 @@
 See docs/calibration.md.
 """
 
+from . import jobs as jobs
 from . import presets as presets
 from . import transport as transport
 from ._calibrate import Calibration as Calibration
@@ -51,3 +52,4 @@ from ._traces import TopoTable as TopoTable
 from ._traces import Trace as Trace
 from ._traces import TraceError as TraceError
 from ._traces import read_trace as read_trace
+from .jobs import fit_jobs as fit_jobs

@@ -33,6 +33,7 @@ __all__ = [
     "FitResult",
     "alpha_beta_fit",
     "compare",
+    "descend",
     "evaluate",
     "fit",
     "format_bytes",
@@ -162,7 +163,6 @@ def fit(
     patience, log_every = count(patience, "fit: patience"), count(log_every, "fit: log_every")
     tol, target = number(tol, "fit: tol"), number(target, "fit: target")
     laid, where = experiment_batches(experiments)
-    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.01)
     with (
         jax.enable_x64(True),
         jax.numpy_dtype_promotion("standard"),
@@ -183,36 +183,81 @@ def fit(
                     relevant |= experiments[i].relevant(params)
             free.append(jnp.asarray(np.flatnonzero(mask & relevant), jnp.int32))
         free = tuple(free)
-        opt_state = _OPTIM.init(params)
-        best, best_loss, best_times, last_gain, history = params, math.inf, None, 0, []
-        stopped = "max_steps"
-        if progress:
-            progress("compiling (first step takes ~20 s)")
-        for k in range(steps):
-            opt_state.hyperparams["learning_rate"] = jnp.asarray(schedule(k))
-            new, opt_state, value, out = _step(params, opt_state, laid, free)
-            _check(out, laid, where, experiments)
-            times = jnp.concatenate([t for t, _, _ in out])
-            value = float(value)  # loss of `params`, before this update
-            history.append(value)
-            if not math.isfinite(value):
-                raise FloatingPointError(f"fit: loss became {value} at step {k}; lower learning_rate")
-            if value < best_loss * (1 - tol):
-                last_gain = k
-            if value < best_loss:
-                best, best_loss, best_times = params, value, times
-            if progress and k % log_every == 0:
-                progress(f"step {k:5d}  loss {value:.3e}  rms log-time error {math.sqrt(value):.2%}")
-            if k - last_gain >= patience or value <= target:
-                stopped = "converged"
-                break
-            params = new
-        best_times = np.asarray(jax.device_get(best_times))
-    if progress:
-        progress(
-            f"{stopped} after {len(history)} steps: loss {best_loss:.3e} "
-            f"(rms log-time error {math.sqrt(best_loss):.2%})"
+        step = lambda p, state: _step(p, state, laid, free)
+        check = lambda out: _check(out, laid, where, experiments)
+        best, best_loss, out, history, stopped = descend(
+            step,
+            params,
+            steps=steps,
+            learning_rate=learning_rate,
+            patience=patience,
+            tol=tol,
+            target=target,
+            progress=progress,
+            log_every=log_every,
+            check=check,
+            describe=lambda v: f"rms log-time error {math.sqrt(v):.2%}",
         )
+        best_times = np.asarray(jax.device_get(jnp.concatenate([t for t, _, _ in out])))
+    simulated = _split(laid, where, best_times)
+    return FitResult(jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated)
+
+
+def descend(
+    step: Callable,
+    params,
+    *,
+    steps: int,
+    learning_rate: float,
+    patience: int,
+    tol: float,
+    target: float,
+    progress: Callable[[str], None] | None,
+    log_every: int,
+    check: Callable[[object], None] = lambda aux: None,
+    describe: Callable[[float], str] = lambda value: "",
+) -> tuple[object, float, object, tuple[float, ...], str]:
+    """The optimizer loop every fit shares: Adam (`_OPTIM`) with a cosine-decayed rate, keeping the best
+    parameters seen, stopping early on no progress or at `target`, printing progress.
+
+    Call it inside `jax.enable_x64(True)` and `jax.numpy_dtype_promotion("standard")`.
+
+    Args:
+        step: (params, opt_state) -> (new params, opt_state, loss of `params`, aux); jitted by the
+            caller, with the rate read from `opt_state.hyperparams["learning_rate"]`.
+        check: called with each step's aux on the host (raise there to stop).
+        describe: loss -> the rest of a progress line.
+        Others: as `fit`'s.
+
+    Returns:
+        (best params, their loss, their aux, loss per step, "converged" or "max_steps").
+    """
+    schedule = optax.cosine_decay_schedule(learning_rate, max(steps, 1), alpha=0.01)
+    opt_state = _OPTIM.init(params)
+    best, best_loss, best_aux, last_gain, history = params, math.inf, None, 0, []
+    stopped = "max_steps"
+    if progress:
+        progress("compiling (first step takes ~20 s)")
+    for k in range(steps):
+        opt_state.hyperparams["learning_rate"] = jnp.asarray(schedule(k))
+        new, opt_state, value, aux = step(params, opt_state)
+        check(aux)
+        value = float(value)  # loss of `params`, before this update
+        history.append(value)
+        if not math.isfinite(value):
+            raise FloatingPointError(f"fit: loss became {value} at step {k}; lower learning_rate")
+        if value < best_loss * (1 - tol):
+            last_gain = k
+        if value < best_loss:
+            best, best_loss, best_aux = params, value, aux
+        if progress and k % log_every == 0:
+            progress(f"step {k:5d}  loss {value:.3e}  {describe(value)}")
+        if k - last_gain >= patience or value <= target:
+            stopped = "converged"
+            break
+        params = new
+    if progress:
+        progress(f"{stopped} after {len(history)} steps: loss {best_loss:.3e} ({describe(best_loss)})")
         if (
             stopped == "max_steps"
             and steps > 1
@@ -222,8 +267,7 @@ def fit(
                 f"warning: stopped at the step limit ({steps}) with the loss still falling; "
                 "more steps may fit better"
             )
-    simulated = _split(laid, where, best_times)
-    return FitResult(jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated)
+    return best, best_loss, best_aux, tuple(history), stopped
 
 
 def evaluate(

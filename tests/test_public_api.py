@@ -115,6 +115,8 @@ def test_workload_names():
         "read_chakra",
         "read_simai",
         "simulate_workload",  # workloads imported from SimAI and Chakra files
+        "MODELS_PATH",
+        "load_models",  # the fitted job models (netsim/data/job_models.json)
     }
     # the function, not a module of the same name; the collective builders' module is the only public one
     assert inspect.isfunction(workloads.pipeline)
@@ -231,8 +233,9 @@ def test_calibrate_names():
         "format_bytes",
         "calibrate",
         "Calibration",  # fitting
+        "fit_jobs",  # job traffic models (netsim.calibrate.jobs)
     }
-    assert submodules(netsim.calibrate) >= {"presets", "transport"}
+    assert submodules(netsim.calibrate) >= {"presets", "transport", "jobs"}
 
 
 def test_sweep_and_data_names():

@@ -19,10 +19,12 @@ from ._import_simai import SimAILayer as SimAILayer
 from ._import_simai import SimAIWorkload as SimAIWorkload
 from ._import_simai import read_simai as read_simai
 from ._jobs import MODELS as MODELS
+from ._jobs import MODELS_PATH as MODELS_PATH
 from ._jobs import PATTERNS as PATTERNS
 from ._jobs import Job as Job
 from ._jobs import Model as Model
 from ._jobs import job_workload as job_workload
+from ._jobs import load_models as load_models
 from ._pipeline import SCHEDULES as SCHEDULES
 from ._pipeline import Offload as Offload
 from ._pipeline import Op as Op

@@ -8,6 +8,8 @@ fabric is `netsim.studies.run_jobs`. See docs/jobs.md.
 from __future__ import annotations
 
 import dataclasses
+import json
+import pathlib
 from collections.abc import Callable, Mapping, Sequence
 
 from .._checks import number as check_number
@@ -28,25 +30,47 @@ PATTERNS: dict[str, tuple[tuple[str, float], ...]] = {
 
 @dataclasses.dataclass(frozen=True)
 class Model:
-    """A job's per-iteration shape: communication pattern, compute s per GPU, collective size S (bytes)."""
+    """A job's per-iteration shape: communication pattern, compute s per GPU, collective size S (bytes),
+    and sync: s of latency per iteration for each server spanned beyond the first (contention-free)."""
 
     pattern: str
     compute: float
     comm_bytes: float
     note: str = ""
+    sync: float = 0.0
 
 
-#: Illustrative models named as in DeepShare's traces. Sizes follow the models' parameter counts; the
-#: compute times are NOT measured: they are chosen to give each model a plausible share of communication
-#: on 100 Gb/s NICs (light: MobileNetV3, GraphSage; heavy: FSDP, Transformer-XL, MoE; DLRM in between).
-MODELS: dict[str, Model] = {
-    "MobileNetV3": Model("allreduce", 0.060, 22e6, "5.5M parameters (Large), fp32 gradients"),
-    "GraphSage": Model("allreduce", 0.040, 2e6, "~0.5M parameters; sampling-bound compute"),
-    "FSDP": Model("fsdp", 0.300, 2.6e9, "1.3B-parameter GPT, fp16 parameters gathered, gradients scattered"),
-    "Transformer-XL": Model("allreduce", 0.150, 0.6e9, "151M parameters (base), fp32 gradients"),
-    "DLRM": Model("alltoall", 0.030, 64e6, "embedding vectors exchanged all-to-all, twice per iteration"),
-    "MoE": Model("alltoall", 0.080, 256e6, "expert dispatch and combine all-to-all"),
-}
+#: where MODELS come from: fitted by netsim.calibrate.jobs.fit_jobs (benchmarks/jobs_fit.py writes it)
+MODELS_PATH = pathlib.Path(__file__).resolve().parent.parent / "data" / "job_models.json"
+
+
+def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:
+    """Job models from a JSON file as `netsim.calibrate.jobs.JobFit.to_json` writes it."""
+    try:
+        data = json.loads(pathlib.Path(path).read_text())
+        rows = data["models"]
+        models = {
+            name: Model(
+                str(m["pattern"]),
+                float(m["compute"]),
+                float(m["comm_bytes"]),
+                f"fitted to DeepShare's measurements ({pathlib.Path(path).name})",
+                float(m.get("sync", 0.0)),
+            )
+            for name, m in rows.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ScenarioError(f"job models {str(path)!r}: cannot read ({e})") from None
+    for name, m in models.items():
+        if m.pattern not in PATTERNS:
+            raise ScenarioError(f"job models: {name}.pattern: unknown {m.pattern!r}")
+    return models
+
+
+#: The models of DeepShare's traces (MobileNetV3, GraphSage, FSDP, Transformer-XL, DLRM, MoE), their
+#: compute, collective size and sync latency fitted through the simulator to DeepShare's measured
+#: isolated throughputs and co-location table (docs/jobs.md, "Fitted traffic").
+MODELS: dict[str, Model] = load_models()
 
 Collectives = Mapping[str, Callable[..., object]]
 
@@ -66,6 +90,9 @@ class Job:
             AllReduce, whole gathered buffer for AllGather / ReduceScatter, one rank's send buffer for
             AllToAll).
         model: a label ("MoE", "ResNet-50", ...).
+        sync: s of latency per iteration for each server the job spans beyond the first (servers
+            are the GPU names up to their last "/"), paid before the communication phases' first
+            bytes, split evenly over them.
     """
 
     id: str
@@ -76,6 +103,7 @@ class Job:
     pattern: str = "allreduce"
     comm_bytes: float = 0.0
     model: str = ""
+    sync: float = 0.0
 
     @classmethod
     def of(cls, id: str, model: str, *, arrival: float, gpus: int, iterations: int) -> Job:
@@ -83,7 +111,7 @@ class Job:
         if model not in MODELS:
             raise ScenarioError(f"job {id!r}.model: unknown {model!r}; known: {sorted(MODELS)}")
         m = MODELS[model]
-        return cls(id, arrival, gpus, iterations, m.compute, m.pattern, m.comm_bytes, model)
+        return cls(id, arrival, gpus, iterations, m.compute, m.pattern, m.comm_bytes, model, m.sync)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id or "/" in self.id:
@@ -92,6 +120,7 @@ class Job:
         check_number(self.arrival, f"{where}.arrival")
         check_number(self.compute, f"{where}.compute")
         check_number(self.comm_bytes, f"{where}.comm_bytes")
+        check_number(self.sync, f"{where}.sync")
         for name in ("gpus", "iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -132,6 +161,9 @@ def job_workload(
     parts: list[Workload] = []
     ends: list[tuple[str, ...]] = []
     ready: dict[str, tuple[str, ...]] = {g: () for g in gpus}  # rank -> ids its next phase waits on
+    comm = sum(kind != "compute" for kind, _ in PATTERNS[job.pattern])
+    servers = len({g.rsplit("/", 1)[0] for g in gpus})
+    sync = job.sync * (servers - 1) / comm if comm else 0.0
     for it in range(job.iterations):
         for k, (kind, share) in enumerate(PATTERNS[job.pattern]):
             tag = f"{job.id}/it{it}/p{k}"
@@ -145,19 +177,28 @@ def job_workload(
                 ready = {t.device: (t.id,) for t in tasks}
             elif len(gpus) > 1 and job.comm_bytes > 0:
                 w = coll[kind](list(gpus), job.comm_bytes * share, name=tag).workload
-                parts.append(_rank_chained(w, ready, start))
+                parts.append(_rank_chained(w, ready, start, sync))
                 ready = _rank_done(w, gpus)
         ends.append(tuple(dict.fromkeys(i for ids in ready.values() for i in ids)))
     return dataclasses.replace(concat(parts), name=job.id), tuple(ends)
 
 
-def _rank_chained(w: Workload, ready: Mapping[str, tuple[str, ...]], start: float) -> Workload:
-    """`w` released at `start`, each root also waiting on what its sending rank was doing."""
+def _rank_chained(
+    w: Workload, ready: Mapping[str, tuple[str, ...]], start: float, sync: float = 0.0
+) -> Workload:
+    """`w` released at `start`, each root also waiting on what its sending rank was doing; root flows
+    pay `sync` s before their first byte."""
     roots = set(w.roots())
     fix = lambda x, rank: dataclasses.replace(
         x, start=start, after=tuple(x.after) + (ready.get(rank, ()) if x.id in roots else ())
     )
-    return Workload([fix(f, f.src) for f in w.flows], [fix(t, t.device) for t in w.tasks], w.name)
+    flows = [
+        dataclasses.replace(fix(f, f.src), overhead=f.overhead + sync)
+        if sync and f.id in roots
+        else fix(f, f.src)
+        for f in w.flows
+    ]
+    return Workload(flows, [fix(t, t.device) for t in w.tasks], w.name)
 
 
 def _rank_done(w: Workload, gpus: Sequence[str]) -> dict[str, tuple[str, ...]]:

@@ -1,0 +1,106 @@
+"""Job traffic models fitted to DeepShare's measurements: in-sample fit, a held-out split, baselines.
+
+    python benchmarks/jobs_fit.py            # the report (docs/jobs.md, "Fitted traffic"); ~minutes
+    python benchmarks/jobs_fit.py --write    # also writes netsim/data/job_models.json (the default MODELS)
+
+Fits every model (compute s, collective size S, sync s) through the simulator with
+`netsim.calibrate.jobs.fit_jobs`: (1) on every measured pair, (2) on a seeded half of the pairs,
+predicting the other half. Baselines: the hand-set models netsim shipped before, "no contention"
+(ratio 1) and the table's own scatter. Prints progress.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+import time
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+import numpy as np
+from netsim.calibrate import jobs
+
+from netsim.workloads import MODELS_PATH, Model
+
+#: the illustrative models netsim shipped before the fit (compute s, S bytes): the fit's start and
+#: baseline (a)
+HAND_SET = {
+    "MobileNetV3": Model("allreduce", 0.060, 22e6),
+    "GraphSage": Model("allreduce", 0.040, 2e6),
+    "FSDP": Model("fsdp", 0.300, 2.6e9),
+    "Transformer-XL": Model("allreduce", 0.150, 0.6e9),
+    "DLRM": Model("alltoall", 0.030, 64e6),
+    "MoE": Model("alltoall", 0.080, 256e6),
+}
+# sync starts at 1 ms per extra server (a zero has no gradient in log space)
+START = {m: Model(x.pattern, x.compute, x.comm_bytes, "", 1e-3) for m, x in HAND_SET.items()}
+
+
+def line(name: str, e: dict) -> str:
+    iso = f"  isolated ratios: mean {e['isolated_mean_rel_err']:.1%}" if "isolated_mean_rel_err" in e else ""
+    return (
+        f"{name:<34} entries {int(e['entries']):>5}  MAE {e['mae']:.3f}  max {e['max_abs_err']:.3f}  "
+        f"Spearman {e['spearman']:+.3f}{iso}"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--write", action="store_true", help="write netsim/data/job_models.json")
+    args = ap.parse_args()
+    command = "python benchmarks/jobs_fit.py " + " ".join(sys.argv[1:])
+    table = jobs.DeepShareTable.load()
+    print(f"device: {jax.devices()[0].device_kind}; {len(table.configs)} configs, {table.ratio.size} entries")
+    print("the table's own scatter:", json.dumps({k: round(v, 3) for k, v in table.noise().items()}))
+    t0 = time.perf_counter()
+    say = lambda text: print(f"[{time.perf_counter() - t0:6.0f} s] {text}", flush=True)
+    opts = {"steps": args.steps, "rounds": args.rounds, "progress": say, "log_every": 5}
+
+    print("\n== fit on every pair ==")
+    full = jobs.fit_jobs(table, start=START, **opts)
+    print(f"({time.perf_counter() - t0:.0f} s)")
+    hand = jobs.predict_jobs(HAND_SET, table)
+    ones = jobs.colocation_errors(np.ones_like(full.prediction.measured), full.prediction.measured)
+
+    print("\n== held out: fit on half of the pairs, predict the other half ==")
+    fit_pairs, held = table.split(args.seed)
+    half = jobs.fit_jobs(table, start=START, pairs=fit_pairs, **opts)
+    pred = jobs.predict_jobs(half.models, table, pairs=held)
+    hand_held = jobs.predict_jobs(HAND_SET, table, pairs=held)
+    ones_held = jobs.colocation_errors(np.ones_like(pred.measured), pred.measured)
+    print(f"({time.perf_counter() - t0:.0f} s in all)")
+
+    print("\n== report (co-location ratio: |simulated - measured|) ==")
+    print("in sample, every measured pair:")
+    print(line("  fitted models", full.prediction.errors()))
+    print(line("  hand-set models (before)", hand.errors()))
+    print(line("  no contention (ratio 1)", ones))
+    print(f"held out (seed {args.seed}: fit on {len(fit_pairs)} pairs, predict {len(held)}):")
+    print(line("  fitted on the other half", pred.errors()))
+    print(line("  hand-set models (before)", hand_held.errors()))
+    print(line("  no contention (ratio 1)", ones_held))
+    print("\nfitted models (all pairs):")
+    for m, x in full.models.items():
+        print(
+            f"  {m:<15} {x.pattern:<10} compute {x.compute * 1e3:8.2f} ms  S {x.comm_bytes / 1e6:9.2f} MB  "
+            f"sync {x.sync * 1e3:7.2f} ms/server"
+        )
+    worst = np.argsort(-np.abs(full.prediction.simulated - full.prediction.measured))[:5]
+    print("worst entries:")
+    for i in worst:
+        (a, b) = full.prediction.entries[i]
+        print(
+            f"  {a} next to {b}: simulated {full.prediction.simulated[i]:.3f}, measured "
+            f"{full.prediction.measured[i]:.3f}"
+        )
+    if args.write:
+        pathlib.Path(MODELS_PATH).write_text(full.to_json(command))
+        print(f"wrote {pathlib.Path(MODELS_PATH).name}")
+
+
+if __name__ == "__main__":
+    main()

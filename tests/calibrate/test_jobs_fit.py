@@ -1,0 +1,140 @@
+"""Job traffic models fitted to DeepShare's tables (netsim.calibrate.jobs): the isolated iteration
+against its closed form, the loss gradient against finite differences, a short fit lowering the loss,
+the shipped models, and clear errors for bad tables. One small layout (2 servers, 2 configs) for all."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from netsim.calibrate import jobs
+
+from netsim import ScenarioError
+from netsim.workloads import MODELS, Job, Model, job_workload, load_models
+
+FABRIC = jobs.JobFabric.of(2, nic="100 Gbps", pcie="13 GB/s")
+CONFIGS = (("FSDP", 2, 2), ("MoE", 2, 2), ("MoE", 4, 2))
+START = {
+    "FSDP": Model("fsdp", 0.05, 2e8, "", 2e-3),
+    "MoE": Model("alltoall", 0.03, 1.5e8, "", 1e-3),
+}
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    full = jobs.DeepShareTable.load()
+    idx = [full.configs.index(c) for c in CONFIGS]
+    return jobs.DeepShareTable(CONFIGS, {c: full.isolated[c] for c in CONFIGS}, full.ratio[np.ix_(idx, idx)])
+
+
+@pytest.fixture(scope="module")
+def pred(tiny):  # every test's simulations share this one layout (one compile per jitted function)
+    return jobs.predict_jobs(START, tiny, fabric=FABRIC, max_iterations=3)
+
+
+@pytest.fixture
+def standard():
+    with jax.numpy_dtype_promotion("standard"):
+        yield
+
+
+def layout(table):
+    patterns = {m: START[m].pattern for m in START}
+    return jobs._setup(table, None, START, FABRIC, patterns, 3)
+
+
+def test_isolated_iteration_is_the_closed_form(pred):
+    # alone, a job's iteration is compute + sync x (servers - 1) + its per-server egress at the NIC
+    # (the slower link; each link carries one flow): FSDP 2 GPUs on 2 servers moves (1/2 + 1/2) S
+    nic = 100e9 / 8
+    fsdp = 0.05 + 2e-3 + 2e8 / nic
+    moe = lambda k: 0.03 + 1e-3 + 2 * k * (1 - 1 / 2) * 1.5e8 / nic  # two all-to-alls of k S (1 - 1/n)
+    np.testing.assert_allclose(pred.alone, [fsdp, moe(1), moe(2)], rtol=1e-9)
+    # throughput of MoE,4,2 over MoE,2,2: twice the GPUs at the iteration-time ratio
+    assert pred.iso_configs == (("MoE", 4, 2),)
+    assert pred.iso_simulated[0] == pytest.approx(2 * moe(1) / moe(2), rel=1e-9)
+    for (m, g, n), t in zip(CONFIGS, pred.alone, strict=True):
+        assert t == pytest.approx(jobs.isolated_time(START[m], g, n, FABRIC), rel=1e-12)
+
+
+def test_colocation_slows_both_and_self_pair_by_the_closed_form(pred):
+    r = dict(zip(pred.entries, pred.simulated, strict=True))
+    # two identical FSDP jobs in phase share every NIC at half rate while communicating:
+    # ratio = (c + y + a) / (c + y + 2a), a = the communication time alone
+    a = 2e8 / (100e9 / 8)
+    assert r[CONFIGS[0], CONFIGS[0]] == pytest.approx((0.052 + a) / (0.052 + 2 * a), rel=1e-9)
+    assert 0.3 < r[CONFIGS[0], CONFIGS[1]] < 1 and 0.3 < r[CONFIGS[1], CONFIGS[0]] < 1
+
+
+def test_loss_gradient_matches_finite_differences(tiny, standard):
+    with jax.enable_x64(True):
+        names, _, batch, t = layout(tiny)
+        params = jax.tree.map(jnp.asarray, jobs.JobParams.from_models(START, names))
+        grad_fn = jax.jit(jobs._value_and_grad)
+        _, grads, _ = grad_fn(params, batch, t, jnp.asarray(1.0))
+        flat = np.concatenate([np.asarray(g) for g in (grads.log_compute, grads.log_bytes, grads.log_sync)])
+        assert np.all(np.isfinite(flat)) and np.any(flat != 0)
+        h = 1e-6
+        for field in ("log_compute", "log_bytes", "log_sync"):
+            for i in range(len(names)):
+                bump = lambda d, field=field, i=i: dataclasses.replace(
+                    params, **{field: getattr(params, field).at[i].add(d)}
+                )
+                up = float(grad_fn(bump(h), batch, t, jnp.asarray(1.0))[0])
+                down = float(grad_fn(bump(-h), batch, t, jnp.asarray(1.0))[0])
+                fd = (up - down) / (2 * h)
+                got = float(getattr(grads, field)[i])
+                assert got == pytest.approx(fd, rel=1e-4, abs=1e-8), (field, names[i])
+
+
+def test_a_short_fit_lowers_the_loss(tiny):
+    lines = []
+    fit = jobs.fit_jobs(
+        tiny,
+        start=START,
+        fabric=FABRIC,
+        steps=6,
+        rounds=1,
+        max_iterations=3,
+        progress=lines.append,
+        log_every=1,
+    )
+    assert fit.history[-1] < fit.history[0]
+    assert fit.loss <= min(fit.history) + 1e-15
+    assert any("round 1/1" in x for x in lines)
+    assert set(fit.models) == {"FSDP", "MoE"} and fit.models["MoE"].pattern == "alltoall"
+    assert '"models"' in fit.to_json("cmd")
+
+
+def test_shipped_models_are_fitted_and_run_as_jobs():
+    assert set(MODELS) == set(jobs.DEEPSHARE_PATTERNS)
+    assert load_models() == MODELS
+    for m in MODELS.values():
+        assert m.compute > 0 and m.comm_bytes > 0 and m.sync >= 0
+    # Job.of carries the sync latency; job_workload pays it once per communication phase's roots
+    job = Job.of("j", "MoE", arrival=0.0, gpus=2, iterations=1)
+    assert job.sync == MODELS["MoE"].sync
+    w, _ = job_workload(job, ["n0/gpu0", "n1/gpu0"])
+    per_phase = MODELS["MoE"].sync * (2 - 1) / 2
+    assert max(f.overhead for f in w.flows) == pytest.approx(per_phase)
+
+
+def test_bad_tables_are_clear_errors(tmp_path, tiny):
+    with pytest.raises(ScenarioError, match="unknown model 'ResNet'"):
+        jobs.parse_key("ResNet,2,2")
+    with pytest.raises(ScenarioError, match="expected 'Model,total_gpus,num_nodes_spanned', got 'MoE,8'"):
+        jobs.parse_key("MoE,8")
+    with pytest.raises(ScenarioError, match="whole number of GPUs per server"):
+        jobs.parse_key("MoE,6,4")
+    iso = tmp_path / "iso.csv"
+    iso.write_text(',isol_thp\n"MoE,2,2",1.0\n"MoE,two,2",2.0\n')
+    with pytest.raises(ScenarioError, match=r"isolated row 2: expected .* got 'MoE,two,2'"):
+        jobs.DeepShareTable.load(str(iso))
+    iso.write_text(',isol_thp\n"MoE,2,2",fast\n')
+    with pytest.raises(ScenarioError, match="isolated row 1 \\('MoE,2,2'\\): expected a number, got 'fast'"):
+        jobs.DeepShareTable.load(str(iso))
+    with pytest.raises(ScenarioError, match="pairs: expected"):
+        jobs.predict_jobs(START, tiny, pairs=[(1, 0)], fabric=FABRIC)
+    with pytest.raises(ScenarioError, match="MoE"):
+        jobs.predict_jobs({"FSDP": START["FSDP"]}, tiny, fabric=FABRIC)
