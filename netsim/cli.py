@@ -149,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         "netsim._predict_cli",
         "netsim._collective_cli",
         "netsim._presets_cli",
+        "netsim._jobs_cli",
     ):
         try:
             importlib.import_module(module).register(sub)
