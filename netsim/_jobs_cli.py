@@ -29,7 +29,7 @@ def register(subparsers) -> None:
     p.add_argument("--generate", type=int, metavar="N", help="write a seeded DeepShare-like trace of N jobs")
     p.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
     p.add_argument(
-        "--rate", type=float, default=0.25, help="--generate: Poisson arrivals per s (default 0.25)"
+        "--rate", type=float, default=0.5, help="--generate: Poisson arrivals per s (default 0.5)"
     )
     p.add_argument(
         "-o", "--output", metavar="CSV", help="--generate: the trace file to write (default stdout)"

@@ -5,9 +5,10 @@ Time advances as a fluid model between decision points (arrivals and completions
 progresses at a pace (iterations/s) that netsim simulates for the jobs it actually shares links with.
 Running jobs fall into groups connected by shared links or shared resources; jobs of different groups
 cannot slow each other down, so each group is simulated alone (a short window of its jobs' iterations
-started together) and its paces are cached by group. Every group that the environments of one step
-need, and every candidate placement the simulation-in-the-loop policy scores, goes into ONE
-`netsim.compile_batch` / `netsim.run_batch` call (a jitted vmap of the engine). See docs/jobs.md.
+started together) and its paces are cached by group. The environments of a `JobEnvs` move from event
+to event together: the uncached groups that all of them need at one event go into ONE
+`netsim.compile_batch` / `netsim.run_batch` call (a jitted vmap of the engine), and so do all the
+candidate placements that the simulation-in-the-loop policy scores at a decision. See docs/jobs.md.
 
 What is vmapped: the simulations of one step (over groups and environments), and whatever a policy does
 with the stacked observations (`JobEnvs.step` takes one action per environment; the policy network of
@@ -105,7 +106,7 @@ class Paces:
         *,
         collectives: Collectives | None = None,
         window: int = 2,
-        max_iterations: int = 8,
+        max_iterations: int = 4,
         shape: Shape | None = None,
     ):
         self.fabric = fabric
@@ -345,7 +346,7 @@ class JobEnvs:
         paces: Paces | None = None,
         collectives: Collectives | None = None,
         window: int = 2,
-        max_iterations: int = 8,
+        max_iterations: int = 4,
     ):
         if not traces:
             raise ScenarioError("traces: need at least one environment")
@@ -543,6 +544,8 @@ class JobEnvs:
             self.paces.fill([k for e in pending for k in self.paces.needed(e.members()[1])])
             for e in pending:
                 e.advance(self.paces)
+        # the load the candidates and observations read: jobs placed at this instant form new groups
+        self.paces.fill([k for e in episodes if not e.done for k in self.paces.needed(e.members()[1])])
         self._candidates = [self._make_candidates(e) for e in episodes]
 
     def _link_load(self, e: _Episode) -> dict[str, float]:

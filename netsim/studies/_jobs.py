@@ -367,7 +367,7 @@ def deepshare_trace(
     n: int,
     *,
     seed: int = 0,
-    arrival_rate: float = 1 / 4,
+    arrival_rate: float = 0.5,
     iterations: tuple[int, int] = (50, 500),
     prefix: str = "j",
 ) -> list[Job]:

@@ -233,6 +233,13 @@ def test_simloop_never_worse_than_the_best_heuristic_on_a_hand_case():
     best = min(s.mean_jct for n, s in results.items() if n != "simloop")
     assert results["simloop"].mean_jct <= best * (1 + 1e-12)
     assert results["simloop"].mean_jct < results["spread"].mean_jct * 0.99
+    # one batched simulation scores every candidate of a decision
+    envs = JobEnvs(TOPO, [[a, b]], paces=Paces(TOPO))
+    envs.reset()
+    envs.step([CANDIDATES.index("spread")])
+    before = envs.paces.batches
+    envs.simloop_actions()
+    assert envs.paces.batches == before + 1
     placed_b = results["simloop"].runs[1].gpus
     assert len({g.split("/")[0] for g in placed_b}) == 1, placed_b
 
