@@ -326,8 +326,10 @@ def _link_load(result: Result, runs: Mapping[str, JobRun], t: float) -> dict[str
 #: candidates (FIFO, the head job placed as soon as it fits), and "simloop", which simulates every
 #: candidate next to the running jobs in one batch and keeps the one that finishes them soonest
 JOB_POLICIES = (*CANDIDATES, "simloop")
-#: DeepShare's reported JCT reductions of its RL scheduler against its baselines (arXiv 2310.20209)
-DEEPSHARE_REFERENCE = {"mean JCT vs best heuristic": -0.182, "mean JCT vs worst heuristic": -0.207}
+#: the reductions DeepShare reports for its RL-trained policies against state-of-the-art schedulers
+#: (arXiv 2310.20209; its repository: training latency "improved by up to 20.7%"): the reference that
+#: `netsim jobs` prints next to each policy's mean JCT against the best and the worst heuristic
+DEEPSHARE_REFERENCE = (-0.182, -0.207)
 TRACE_COLUMNS = ("arrival", "model", "gpus", "nodes", "iterations")
 
 
