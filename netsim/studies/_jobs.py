@@ -9,6 +9,11 @@ measured pairwise table. See docs/jobs.md.
 The outer loop is event-driven: at each arrival or completion it places what fits and re-simulates
 every job placed so far (their releases are their placement times), so each simulation is exact
 for the jobs it contains; a job placed at time t changes nothing before t.
+
+For long traces, `schedule` runs a trace through the fluid environment of `_env.py` instead (simulated
+paces per group of co-located jobs) under a heuristic, simulation-in-the-loop or a policy function;
+`deepshare_cluster` and `deepshare_trace` give a seeded DeepShare-like setup, and `read_job_trace` /
+`format_job_trace` the trace CSV of `netsim jobs`.
 """
 
 from __future__ import annotations
