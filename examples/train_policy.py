@@ -1,7 +1,7 @@
 """Trains a tiny scheduling policy with REINFORCE (JAX + Optax) in netsim's job environment, then compares
 its JCT with the placement heuristics and simulation-in-the-loop on a held-out DeepShare-like trace.
 
-    python examples/train_policy.py              # about 16 updates of 8 episodes: a few minutes on a CPU
+    python examples/train_policy.py              # 16 updates of 8 episodes: minutes on a CPU
     python examples/train_policy.py --updates 2  # a quick look
 
 The policy scores each candidate placement of the head job (netsim.studies.CANDIDATES) from the job's and
