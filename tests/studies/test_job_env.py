@@ -307,3 +307,23 @@ def test_cli_jobs_smoke(tmp_path, capsys):
     assert len(data["policies"]["packed"]["jobs"]) == 3
     assert cli.main(["jobs", str(trace), "--policy", "nope", "--cluster", "2x4"]) == 2
     assert "unknown ['nope']" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_policy_example_runs(monkeypatch):
+    # examples/train_policy.py: one REINFORCE update on tiny traces, then its policy drives a schedule
+    import sys
+    from pathlib import Path
+
+    import jax
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
+    import train_policy
+
+    with jax.numpy_dtype_promotion("standard"):
+        policy, paces = train_policy.train(updates=1, envs=2, jobs=3, pool=1, verbose=False)
+        s = schedule(
+            paces.fabric, deepshare_trace(3, seed=5), policy=train_policy.trained_policy(policy), paces=paces
+        )
+    assert len(s.runs) == 3 and all(r.finish > r.start for r in s.runs)
+    sys.modules.pop("train_policy", None)
