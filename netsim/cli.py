@@ -150,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
         "netsim._collective_cli",
         "netsim._presets_cli",
         "netsim._workload_cli",
+        "netsim._jobs_cli",
     ):
         try:
             importlib.import_module(module).register(sub)

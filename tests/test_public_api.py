@@ -137,6 +137,20 @@ def test_study_names():
         "colocation_matrix",
         "run_jobs",
         "run_placed",
+        "CANDIDATES",
+        "ActionError",
+        "JobEnv",
+        "JobEnvs",
+        "Observation",
+        "Paces",
+        "DEEPSHARE_REFERENCE",
+        "JOB_POLICIES",
+        "deepshare_cluster",
+        "deepshare_mix",
+        "deepshare_trace",
+        "format_job_trace",
+        "read_job_trace",
+        "schedule",
     }
 
 

@@ -1,0 +1,663 @@
+"""A gym-style scheduling environment over the job simulator: `reset()`, `step(action)`, observations of
+the cluster and queue, reward = minus the JCT accrued (or a user function), many environments per step.
+
+Time advances as a fluid model between decision points (arrivals and completions): each running job
+progresses at a pace (iterations/s) that netsim simulates for the jobs it actually shares links with.
+Running jobs fall into groups connected by shared links or shared resources; jobs of different groups
+cannot slow each other down, so each group is simulated alone (a short window of its jobs' iterations
+started together) and its paces are cached by group. The environments of a `JobEnvs` move from event
+to event together: the uncached groups that all of them need at one event go into ONE
+`netsim.compile_batch` / `netsim.run_batch` call (a jitted vmap of the engine), and so do all the
+candidate placements that the simulation-in-the-loop policy scores at a decision. See docs/jobs.md.
+
+What is vmapped: the simulations of one step (over groups and environments), and whatever a policy does
+with the stacked observations (`JobEnvs.step` takes one action per environment; the policy network of
+examples/train_policy.py runs under `jax.vmap`). The environment's bookkeeping (queues, clocks,
+placements) is host Python: it is a few operations per event, against a simulation per new group.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from .._batch import compile_batch
+from .._compile import Shape, compile_scenario
+from .._errors import NetsimError, ScenarioError
+from ..workloads import Fabric, Job, concat, job_workload
+from ..workloads._jobs import PATTERNS, Collectives
+from ..workloads._placement import Cluster, choose, server_of
+
+__all__ = ["CANDIDATES", "ActionError", "JobEnv", "JobEnvs", "Observation", "Paces"]
+
+#: placement generators, one per action: action k places the head job where CANDIDATES[k] would;
+#: action len(CANDIDATES) waits (holds the head until the next arrival or completion)
+CANDIDATES = ("packed", "spread", "topology", "contention")
+WAIT = len(CANDIDATES)
+#: per-candidate features (Observation.candidates)
+CANDIDATE_FEATURES = ("servers", "peak_load", "mean_load", "hops", "new")
+_PATTERNS = tuple(PATTERNS)
+JOB_FEATURES = (
+    *(f"pattern={p}" for p in _PATTERNS),
+    "gpus",
+    "compute",
+    "comm_gb",
+    "log10_iterations",
+    "queue",
+)
+
+
+class ActionError(NetsimError, ValueError):
+    """An action the environment cannot take: out of range, a wrong shape, busy or unknown GPUs."""
+
+
+class Observation(NamedTuple):
+    """What a policy sees at a decision (NumPy arrays; `JobEnvs` stacks them along a leading axis).
+
+    Attributes:
+        free: [S] free GPUs per server, as a fraction of the server's GPUs.
+        load: [L] bytes/s that running jobs put on each link, over its bandwidth (fabric link order).
+        job: [len(JOB_FEATURES)] the head of the queue: one-hot pattern, GPUs / largest server, compute s
+            per iteration, collective GB, log10 iterations; and the queue length / 10.
+        candidates: [K, len(CANDIDATE_FEATURES)] per candidate placement: servers spanned / S, peak and mean
+            load / bandwidth on the links its traffic would cross, route hops between its ring neighbours
+            (all pairs for all-to-all) per pair, and 1 where it is the first candidate with its GPUs (0 for
+            a duplicate).
+        mask: [K + 1] actions allowed (the last one is "wait").
+        time: [] simulated s.
+    """
+
+    free: np.ndarray
+    load: np.ndarray
+    job: np.ndarray
+    candidates: np.ndarray
+    mask: np.ndarray
+    time: np.ndarray
+
+
+Member = tuple[tuple[str, float, float, int], tuple[str, ...]]  # ((pattern, compute, comm_bytes, gpus), gpus)
+
+
+def _signature(job: Job) -> tuple[str, float, float, int]:
+    return (job.pattern, job.compute, job.comm_bytes, job.gpus)
+
+
+class Paces:
+    """Iterations/s of running jobs, simulated per group of jobs that share links, and cached by group.
+
+    A group's simulation starts its jobs together and gives each job enough iterations to span about
+    `window` iterations of the slowest (at most `max_iterations`, at least 1); a job's pace is its
+    iterations that ended while every job of the group still ran, over the time they took (the steady
+    co-located pace). A job alone runs `window` iterations. Estimated iteration times that size the
+    windows: compute + the busiest link's bytes per iteration over its bandwidth.
+
+    Attributes:
+        simulations, batches: scenarios simulated and run_batch calls made so far.
+    """
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        *,
+        collectives: Collectives | None = None,
+        window: int = 2,
+        max_iterations: int = 4,
+        shape: Shape | None = None,
+    ):
+        self.fabric = fabric
+        self.collectives = collectives
+        self.window, self.max_iterations = int(window), int(max_iterations)
+        self.capacity = {link.id: link.bandwidth for link in fabric.links}
+        self.shared: dict[str, list[str]] = {}  # link id -> shared resources it is part of
+        for r in getattr(fabric, "shared", ()):
+            for lid in r.links:
+                self.shared.setdefault(lid, []).append(r.id)
+        self.shape = shape or Shape()
+        self.cache: dict[tuple[Member, ...], tuple[float, ...]] = {}
+        self.simulations = self.batches = 0
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 (one Paces per environment family; bounded)
+    def traffic(self, member: Member) -> Mapping[str, float]:
+        """Bytes per iteration that one job puts on each link."""
+        (pattern, compute, comm, n), gpus = member
+        job = Job("x", 0.0, n, 1, compute, pattern, comm)
+        w, _ = job_workload(job, gpus, collectives=self.collectives)
+        out: dict[str, float] = {}
+        for f in w.flows:
+            for lid in f.route or self.fabric.route(f.src, f.dst):
+                out[lid] = out.get(lid, 0.0) + f.bytes
+        return out
+
+    def resources(self, member: Member) -> frozenset[str]:
+        used = self.traffic(member)
+        return frozenset(used) | {r for lid in used for r in self.shared.get(lid, ())}
+
+    def estimate(self, member: Member) -> float:
+        """A quick estimate of one iteration alone (s): compute + busiest link's bytes / bandwidth."""
+        (pattern, compute, _, _), _ = member
+        busiest = max((b / self.capacity[lid] for lid, b in self.traffic(member).items()), default=0.0)
+        share = sum(s for kind, s in PATTERNS[pattern] if kind == "compute")
+        return compute * share + busiest
+
+    def groups(self, members: Sequence[Member]) -> list[list[int]]:
+        """Indices of `members` grouped by shared resources (connected components), each sorted."""
+        parent = list(range(len(members)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        owner: dict[str, int] = {}
+        for i, m in enumerate(members):
+            for r in self.resources(m):
+                if r in owner:
+                    parent[find(i)] = find(owner[r])
+                else:
+                    owner[r] = i
+        out: dict[int, list[int]] = {}
+        for i in range(len(members)):
+            out.setdefault(find(i), []).append(i)
+        return list(out.values())
+
+    @staticmethod
+    def key(members: Sequence[Member]) -> tuple[Member, ...]:
+        return tuple(sorted(members))
+
+    def needed(self, members: Sequence[Member]) -> list[tuple[Member, ...]]:
+        """The group keys of a running set that are not cached yet."""
+        keys = [self.key([members[i] for i in g]) for g in self.groups(members)]
+        return [k for k in keys if k not in self.cache]
+
+    def fill(self, keys) -> None:
+        """Simulates the uncached groups among `keys` in one batched run."""
+        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
+        if not todo:
+            return
+        built = [self._build(k) for k in todo]
+        compiled = [compile_scenario(b[0]) for b in built]
+        # every size rounds up to a power of two, and all but the items only grow: few shapes, few compiles
+        common = functools.reduce(Shape.__or__, (c.shape for c in compiled), self.shape)
+        common = Shape(*(1 << (n - 1).bit_length() for n in dataclasses.astuple(common)))
+        self.shape = dataclasses.replace(common, items=self.shape.items)
+        batch = compile_batch(compiled, shape=common)
+        run = batch.run(keep=("finish",), width=1 << (len(todo) - 1).bit_length())
+        self.simulations += len(todo)
+        self.batches += 1
+        for k, c, (_, ends), finish in zip(todo, batch.compiled, built, run["finish"], strict=True):
+            index = {
+                i: n
+                for n, i in enumerate((*(f.id for f in c.scenario.flows), *(t.id for t in c.scenario.tasks)))
+            }
+            its = [[max(float(finish[index[i]]) for i in ids) for ids in e] for e in ends]
+            until = min(f[-1] for f in its)  # every job of the group still runs before this
+            paces = []
+            for f in its:
+                done = max(1, sum(x <= until * (1 + 1e-12) for x in f))
+                paces.append(done / f[done - 1])
+            self.cache[k] = tuple(paces)
+
+    def _build(self, key: tuple[Member, ...]):
+        if len(key) == 1:
+            iterations = [self.window]
+        else:
+            est = [self.estimate(m) for m in key]
+            span = self.window * max(est)
+            iterations = [min(self.max_iterations, max(1, math.ceil(span / max(e, 1e-12)))) for e in est]
+        workloads, ends = [], []
+        for i, (((pattern, compute, comm, n), gpus), its) in enumerate(zip(key, iterations, strict=True)):
+            w, e = job_workload(
+                Job(f"m{i}", 0.0, n, its, compute, pattern, comm), gpus, collectives=self.collectives
+            )
+            workloads.append(w)
+            ends.append(e)
+        return concat(workloads).scenario(self.fabric, name="paces"), ends
+
+    def paces(self, members: Sequence[Member]) -> list[float]:
+        """Iterations/s of each member next to the others (their groups must be cached: `fill`)."""
+        out = [0.0] * len(members)
+        for g in self.groups(members):
+            key = self.key([members[i] for i in g])
+            by_member = dict(zip(key, self.cache[key], strict=True))  # members of a group are distinct
+            for i in g:
+                out[i] = by_member[members[i]]
+        return out
+
+
+# --- one episode -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Running:
+    gpus: tuple[str, ...]
+    start: float
+    remaining: float  # iterations
+
+
+class _Episode:
+    """The host state of one environment: clock, queue, running jobs, and what has finished."""
+
+    def __init__(self, jobs: Sequence[Job], cluster: Cluster):
+        self.jobs = tuple(sorted(jobs, key=lambda j: j.arrival))
+        self.cluster = cluster
+        self.t = 0.0
+        self.arrived = 0  # jobs[:arrived] have arrived
+        self.queue: list[int] = []
+        self.running: dict[int, _Running] = {}
+        self.done_at: dict[int, tuple[tuple[str, ...], float, float]] = {}  # gpus, start, finish
+        self.hold = False  # the head was told to wait until the next event
+        self.accrued = 0.0  # job-seconds in the system since the last step (the JCT accrued)
+        self.gpu_seconds = 0.0
+        self.finished_now: list[int] = []
+        self.load: dict[str, float] = {}  # bytes/s per link of the running jobs, at the latest decision
+        self._arrive()
+
+    @property
+    def done(self) -> bool:
+        return len(self.done_at) == len(self.jobs)
+
+    def free(self) -> list[str]:
+        busy = {g for r in self.running.values() for g in r.gpus}
+        return [g for g in self.cluster.gpus if g not in busy]
+
+    def head(self) -> Job | None:
+        return self.jobs[self.queue[0]] if self.queue else None
+
+    def at_decision(self) -> bool:
+        head = self.head()
+        return head is not None and not self.hold and head.gpus <= len(self.free())
+
+    def can_wait(self) -> bool:
+        return bool(self.running) or self.arrived < len(self.jobs)
+
+    def members(self, extra: tuple[Job, tuple[str, ...]] | None = None) -> tuple[list[int], list[Member]]:
+        ids = list(self.running)
+        members = [(_signature(self.jobs[i]), self.running[i].gpus) for i in ids]
+        if extra is not None:
+            members.append((_signature(extra[0]), extra[1]))
+        return ids, members
+
+    def _arrive(self) -> None:
+        while self.arrived < len(self.jobs) and self.jobs[self.arrived].arrival <= self.t:
+            self.queue.append(self.arrived)
+            self.arrived += 1
+
+    def place(self, gpus: tuple[str, ...]) -> None:
+        i = self.queue.pop(0)
+        self.running[i] = _Running(gpus, self.t, float(self.jobs[i].iterations))
+
+    def advance(self, paces: Paces) -> None:
+        """Moves the clock to the next arrival or completion at the running jobs' paces."""
+        ids, members = self.members()
+        rate = dict(zip(ids, paces.paces(members), strict=True))
+        ends = {i: self.t + self.running[i].remaining / rate[i] for i in ids}
+        nxt = min(
+            [*ends.values(), *([self.jobs[self.arrived].arrival] if self.arrived < len(self.jobs) else [])]
+        )
+        dt = nxt - self.t
+        self.accrued += dt * (len(self.queue) + len(self.running))
+        self.gpu_seconds += dt * sum(self.jobs[i].gpus for i in ids)
+        self.t = nxt
+        for i in ids:
+            if ends[i] <= nxt:
+                r = self.running.pop(i)
+                self.done_at[i] = (r.gpus, r.start, ends[i])
+                self.finished_now.append(i)
+            else:
+                self.running[i].remaining -= rate[i] * dt
+        self.hold = False
+        self._arrive()
+
+
+# --- the environments ------------------------------------------------------------------------------
+
+Trace = Sequence[Job] | Callable[[int], Sequence[Job]]
+Reward = Callable[[Mapping[str, Any]], float]
+
+
+class JobEnvs:
+    """B scheduling environments over one cluster, stepped together (see the module docstring).
+
+    Args:
+        fabric: the cluster's topology.
+        traces: per environment, a job trace, or a function seed -> trace (called by `reset`).
+        gpus: the GPUs jobs may use, in cluster order (default: fabric.gpus()).
+        server: GPU -> server name (default: the GPU name up to its last "/").
+        reward: info -> reward of a step (default: minus info["jct_accrued"], so that an episode's
+            rewards sum to minus the sum of its jobs' completion times).
+        paces: a `Paces` to share (and its cache) between environment families on the same fabric.
+        collectives, window, max_iterations: for a new `Paces`.
+    """
+
+    def __init__(
+        self,
+        fabric: Fabric,
+        traces: Sequence[Trace],
+        *,
+        gpus: Sequence[str] | None = None,
+        server: Callable[[str], str] | None = None,
+        reward: Reward | None = None,
+        paces: Paces | None = None,
+        collectives: Collectives | None = None,
+        window: int = 2,
+        max_iterations: int = 4,
+    ):
+        if not traces:
+            raise ScenarioError("traces: need at least one environment")
+        gpus = tuple(fabric.gpus() if gpus is None else gpus)
+        nodes = {n for link in fabric.links for n in (link.src, link.dst)}
+        bad = [g for g in gpus if g not in nodes]
+        if bad or not gpus or len(set(gpus)) != len(gpus):
+            raise ScenarioError(
+                f"gpus: expected distinct nodes of the fabric, got {bad[:3] or list(gpus)[:5]}"
+            )
+        server = server or server_of
+        self.cluster = Cluster(fabric, gpus, {g: server(g) for g in gpus})
+        self.servers = tuple(dict.fromkeys(self.cluster.server[g] for g in gpus))
+        self.server_size = {s: sum(self.cluster.server[g] == s for g in gpus) for s in self.servers}
+        self.fabric = fabric
+        self.links = tuple(link.id for link in fabric.links)
+        self.traces = tuple(traces)
+        self.reward_fn = reward or (lambda info: -info["jct_accrued"])
+        self.paces = paces or Paces(
+            fabric, collectives=collectives, window=window, max_iterations=max_iterations
+        )
+        self.episodes: list[_Episode] = []
+        self._candidates: list[list[tuple[str, ...]]] = []
+
+    @property
+    def size(self) -> int:
+        return len(self.traces)
+
+    # -- gym interface --
+
+    def reset(self, seeds: Sequence[int] | None = None) -> tuple[Observation, list[dict]]:
+        """Starts every environment; a trace given as a function is called with its seed (default 0..B-1).
+
+        Returns (observations stacked along a leading axis of B, one info dict per environment).
+        """
+        seeds = list(range(self.size)) if seeds is None else [int(s) for s in seeds]
+        if len(seeds) != self.size:
+            raise ActionError(f"seeds: expected {self.size} (one per environment), got {len(seeds)}")
+        self.episodes = []
+        for trace, seed in zip(self.traces, seeds, strict=True):
+            jobs = list(trace(seed) if callable(trace) else trace)
+            self._check_jobs(jobs)
+            self.episodes.append(_Episode(jobs, self.cluster))
+        self._settle(self.episodes)
+        obs = self._observe()
+        return obs, [self._info(e) for e in self.episodes]
+
+    def step(self, actions) -> tuple[Observation, np.ndarray, np.ndarray, list[dict]]:
+        """Takes one action per environment, then runs each to its next decision (or the end).
+
+        actions: [B] ints: k < len(CANDIDATES) places the head job on candidate k, len(CANDIDATES) waits;
+            or, per environment, a sequence of GPU names to place the head job on. Environments that are
+            done ignore their action (any value in range).
+
+        Returns:
+            (observations [B, ...], rewards [B], dones [B], infos). An info holds "time", "elapsed" (s
+            since the previous decision), "jct_accrued" (job-seconds spent in the system meanwhile),
+            "gpu_seconds" (GPU-seconds held meanwhile), "finished" (ids of jobs done meanwhile), and
+            "placed" (the GPUs given to the head job, or None when it waited).
+
+        Raises:
+            ActionError: a wrong number of actions, an action out of range or masked out, GPUs that are
+                unknown, repeated, busy or the wrong number.
+        """
+        if not self.episodes:
+            raise ActionError("step: call reset() first")
+        if (isinstance(actions, np.ndarray) and actions.ndim >= 1) or isinstance(actions, list | tuple):
+            actions = list(actions)
+        else:
+            raise ActionError(f"actions: expected one action per environment ({self.size}), got {actions!r}")
+        if len(actions) != self.size:
+            raise ActionError(f"actions: expected {self.size} (one per environment), got {len(actions)}")
+        placed = [self._apply(b, e, a) for b, (e, a) in enumerate(zip(self.episodes, actions, strict=True))]
+        before = [(e.t, e.accrued, e.gpu_seconds) for e in self.episodes]
+        for e in self.episodes:
+            e.accrued = e.gpu_seconds = 0.0
+            e.finished_now = []
+        self._settle(self.episodes)
+        infos = []
+        for e, p, (t0, _, _) in zip(self.episodes, placed, before, strict=True):
+            info = self._info(e) | {"elapsed": e.t - t0, "placed": p}
+            infos.append(info)
+        rewards = np.array([float(self.reward_fn(i)) for i in infos])
+        dones = np.array([e.done for e in self.episodes])
+        return self._observe(), rewards, dones, infos
+
+    # -- candidates, simulation-in-the-loop --
+
+    def candidates(self, b: int = 0) -> list[tuple[str, ...]]:
+        """The K candidate placements of environment b's head job (empty when it is not at a decision)."""
+        return list(self._candidates[b]) if self._candidates else []
+
+    def simloop_actions(self) -> np.ndarray:
+        """Per environment, the candidate whose placement gives the smallest predicted time to finish
+        every running job and the new one at the simulated paces (one batched simulation for all
+        environments' candidates); 0 where an environment is done."""
+        pending = []
+        for b, e in enumerate(self.episodes):
+            if e.done:
+                continue
+            head = e.head()
+            for k, gpus in enumerate(self._candidates[b]):
+                ids, members = e.members((head, gpus))
+                pending.append((b, k, ids, members))
+        self.paces.fill([key for *_, members in pending for key in self.paces.needed(members)])
+        best: dict[int, tuple[float, int]] = {}
+        for b, k, ids, members in pending:
+            e = self.episodes[b]
+            remaining = [e.running[i].remaining for i in ids] + [float(e.head().iterations)]
+            score = sum(r / p for r, p in zip(remaining, self.paces.paces(members), strict=True))
+            if b not in best or score < best[b][0] * (1 - 1e-12):
+                best[b] = (score, k)
+        return np.array([best[b][1] if b in best else 0 for b in range(self.size)])
+
+    def heuristic_actions(self, policy: str) -> np.ndarray:
+        """Action index of placement policy `policy` (one of CANDIDATES) in every environment."""
+        if policy not in CANDIDATES:
+            raise ScenarioError(
+                f"policy: unknown placement policy {policy!r}; expected one of {list(CANDIDATES)}"
+            )
+        return np.full(self.size, CANDIDATES.index(policy))
+
+    # -- internals --
+
+    def _check_jobs(self, jobs: Sequence[Job]) -> None:
+        if not jobs:
+            raise ScenarioError("trace: empty")
+        ids = [j.id for j in jobs]
+        if len(set(ids)) != len(ids):
+            raise ScenarioError(f"trace: duplicate job id(s) {sorted({i for i in ids if ids.count(i) > 1})}")
+        for j in jobs:
+            if not isinstance(j, Job):
+                raise ScenarioError(f"trace: expected netsim.workloads.Job items, got {type(j).__name__}")
+            if j.gpus > len(self.cluster.gpus):
+                raise ScenarioError(
+                    f"job {j.id!r}: needs {j.gpus} GPUs, the cluster has {len(self.cluster.gpus)}"
+                )
+
+    def _apply(self, b: int, e: _Episode, action) -> tuple[str, ...] | None:
+        if e.done:
+            return None
+        where = f"actions[{b}]"
+        if isinstance(action, str):
+            raise ActionError(
+                f"{where}: expected an action index or a list of GPU names, got the string {action!r}"
+            )
+        if isinstance(action, list | tuple) or (isinstance(action, np.ndarray) and action.dtype.kind in "UO"):
+            gpus = tuple(action)
+            head = e.head()
+            free = set(e.free())
+            unknown = [g for g in gpus if g not in self.cluster.server]
+            if unknown:
+                raise ActionError(
+                    f"{where}: unknown GPU(s) {unknown}; GPUs look like {self.cluster.gpus[0]!r}"
+                )
+            if len(gpus) != head.gpus or len(set(gpus)) != len(gpus):
+                raise ActionError(
+                    f"{where}: job {head.id!r} needs {head.gpus} distinct GPUs, got {list(gpus)}"
+                )
+            busy = [g for g in gpus if g not in free]
+            if busy:
+                owner = {g: self.episodes[b].jobs[i].id for i, r in e.running.items() for g in r.gpus}
+                raise ActionError(
+                    f"{where}: GPU(s) {busy} are busy (job {owner[busy[0]]!r}); free on their servers: "
+                    f"{sorted(g for g in free if self.cluster.server[g] in {self.cluster.server[x] for x in busy})}"
+                )
+            e.place(self.cluster.ordered(gpus))
+            return self.cluster.ordered(gpus)
+        if np.ndim(action) != 0:
+            raise ActionError(
+                f"{where}: expected one integer action, got an array of shape {np.shape(action)}"
+            )
+        if isinstance(action, bool) or not np.issubdtype(np.asarray(action).dtype, np.integer):
+            raise ActionError(
+                f"{where}: expected an integer action in [0, {WAIT}] or a GPU list, got {action!r}"
+            )
+        k = int(action)
+        if not 0 <= k <= WAIT:
+            raise ActionError(f"{where}: action {k} out of range [0, {WAIT}] ({', '.join(CANDIDATES)}, wait)")
+        if k == WAIT:
+            if not e.can_wait():
+                raise ActionError(f"{where}: cannot wait: no job runs and none is still to arrive")
+            e.hold = True
+            return None
+        gpus = self._candidates[b][k]
+        e.place(gpus)
+        return gpus
+
+    def _settle(self, episodes: Sequence[_Episode]) -> None:
+        """Advances every environment to its next decision or its end, batching the simulations."""
+        while True:
+            pending = [e for e in episodes if not e.done and not e.at_decision()]
+            if not pending:
+                break
+            self.paces.fill([k for e in pending for k in self.paces.needed(e.members()[1])])
+            for e in pending:
+                e.advance(self.paces)
+        # the load the candidates and observations read: jobs placed at this instant form new groups
+        self.paces.fill([k for e in episodes if not e.done for k in self.paces.needed(e.members()[1])])
+        self._candidates = [self._make_candidates(e) for e in episodes]
+
+    def _link_load(self, e: _Episode) -> dict[str, float]:
+        """bytes/s per link of the running jobs at their current paces."""
+        ids, members = e.members()
+        load: dict[str, float] = {}
+        if not ids:
+            return load
+        need = self.paces.needed(members)
+        self.paces.fill(need)
+        for m, pace in zip(members, self.paces.paces(members), strict=True):
+            for lid, b in self.paces.traffic(m).items():
+                load[lid] = load.get(lid, 0.0) + b * pace
+        return load
+
+    def _make_candidates(self, e: _Episode) -> list[tuple[str, ...]]:
+        if e.done or not e.at_decision():
+            return []
+        e.load = self._link_load(e)
+        free, head = e.free(), e.head()
+        return [tuple(choose(p, self.cluster, free, head, e.load)) for p in CANDIDATES]
+
+    def _observe(self) -> Observation:
+        obs = [self._observe_one(b, e) for b, e in enumerate(self.episodes)]
+        return Observation(*(np.stack(x) for x in zip(*obs, strict=True)))
+
+    def _observe_one(self, b: int, e: _Episode) -> Observation:
+        cap = self.paces.capacity
+        free = e.free()
+        free_frac = np.array(
+            [sum(self.cluster.server[g] == s for g in free) / self.server_size[s] for s in self.servers]
+        )
+        load = e.load if self._candidates[b] else {}
+        util = np.array([load.get(lid, 0.0) / cap[lid] for lid in self.links])
+        job = np.zeros(len(JOB_FEATURES))
+        cands = np.zeros((len(CANDIDATES), len(CANDIDATE_FEATURES)))
+        mask = np.zeros(WAIT + 1, bool)
+        head = e.head()
+        if head is not None and not e.done:
+            job[_PATTERNS.index(head.pattern)] = 1.0
+            job[len(_PATTERNS) :] = (
+                head.gpus / max(self.server_size.values()),
+                head.compute,
+                head.comm_bytes / 1e9,
+                math.log10(head.iterations),
+                len(e.queue) / 10,
+            )
+        seen = set()
+        for k, gpus in enumerate(self._candidates[b]):
+            used = {lid for a, c in self.cluster.pairs(gpus, head.pattern) for lid in self.fabric.route(a, c)}
+            u = [load.get(lid, 0.0) / cap[lid] for lid in used] or [0.0]
+            pairs = self.cluster.pairs(gpus, head.pattern)
+            hops = sum(self.cluster.distance(a, c) for a, c in pairs) / max(1, len(pairs))
+            cands[k] = (
+                len({self.cluster.server[g] for g in gpus}) / len(self.servers),
+                max(u),
+                float(np.mean(u)),
+                hops,
+                float(frozenset(gpus) not in seen),
+            )
+            seen.add(frozenset(gpus))
+            mask[k] = True
+        if self._candidates[b]:
+            mask[WAIT] = e.can_wait()
+        return Observation(free_frac, util, job, cands, mask, np.array(e.t))
+
+    def _info(self, e: _Episode) -> dict:
+        return {
+            "time": e.t,
+            "jct_accrued": e.accrued,
+            "gpu_seconds": e.gpu_seconds,
+            "finished": [e.jobs[i].id for i in e.finished_now],
+            "queued": len(e.queue),
+            "running": len(e.running),
+        }
+
+    def runs(self, b: int = 0):
+        """Environment b's finished jobs as netsim.studies.JobRun (arrival order); its iteration_finish
+        is empty (the fluid model times whole jobs)."""
+        from ._jobs import JobRun
+
+        e = self.episodes[b]
+        return tuple(JobRun(e.jobs[i], *e.done_at[i][:2], e.done_at[i][2], ()) for i in sorted(e.done_at))
+
+
+class JobEnv:
+    """One scheduling environment (gym-style): `reset(seed)`, `step(action)` -> (obs, reward, done, info).
+
+    A thin view of `JobEnvs` with one environment; the arguments are those of `JobEnvs` with one `trace`.
+    Observations are `Observation`s without the batch axis.
+    """
+
+    def __init__(self, fabric: Fabric, trace: Trace, **kwargs):
+        self.envs = JobEnvs(fabric, [trace], **kwargs)
+
+    def reset(self, seed: int | None = None) -> tuple[Observation, dict]:
+        obs, infos = self.envs.reset(None if seed is None else [seed])
+        return _first(obs), infos[0]
+
+    def step(self, action) -> tuple[Observation, float, bool, dict]:
+        obs, rewards, dones, infos = self.envs.step([action])
+        return _first(obs), float(rewards[0]), bool(dones[0]), infos[0]
+
+    def candidates(self) -> list[tuple[str, ...]]:
+        return self.envs.candidates(0)
+
+    def simloop_action(self) -> int:
+        return int(self.envs.simloop_actions()[0])
+
+    def runs(self):
+        return self.envs.runs(0)
+
+
+def _first(obs: Observation) -> Observation:
+    return Observation(*(x[0] for x in obs))

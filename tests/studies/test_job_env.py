@@ -1,0 +1,329 @@
+"""The scheduling environment (netsim.studies.JobEnv / JobEnvs), its paces, the policies over it
+(netsim.studies.schedule, simulation-in-the-loop), trace files and `netsim jobs`."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from netsim import NetsimError, ScenarioError, cli
+from netsim.studies import (
+    CANDIDATES,
+    ActionError,
+    JobEnv,
+    JobEnvs,
+    Paces,
+    deepshare_mix,
+    deepshare_trace,
+    format_job_trace,
+    read_job_trace,
+    schedule,
+)
+from netsim.topology import Topology, cable
+from netsim.workloads import MODELS, Job
+
+PCIE, NIC = 25e9, 12.5e9
+WAIT = len(CANDIDATES)
+
+
+def servers(n: int, per: int) -> Topology:
+    """n servers of `per` GPUs: GPU - server switch at PCIE, server switch - one top switch at NIC."""
+    links, kind = [], {"top": "switch"}
+    for s in range(n):
+        kind[f"n{s}/sw"] = "switch"
+        links += cable(f"n{s}/sw", "top", NIC)
+        for g in range(per):
+            links += cable(f"n{s}/gpu{g}", f"n{s}/sw", PCIE)
+            kind[f"n{s}/gpu{g}"] = "gpu"
+    return Topology(f"{n}x{per}", links, kind)
+
+
+TOPO = servers(2, 4)
+PACES = Paces(TOPO)  # one cache (and few compiles) for the whole file
+
+
+def small_trace(seed: int) -> list[Job]:
+    """Six 2- or 4-GPU allreduce jobs with seeded sizes and arrivals."""
+    rng = np.random.default_rng(seed)
+    return [
+        Job(
+            f"j{i}",
+            float(rng.uniform(0, 0.3)),
+            int(rng.choice([2, 4])),
+            int(rng.integers(2, 6)),
+            compute=0.01,
+            pattern="allreduce",
+            comm_bytes=float(rng.choice([2e7, 1e8])),
+        )
+        for i in range(6)
+    ]
+
+
+def rollout(env_step, obs, rule, limit=100):
+    """Steps until done with actions rule(step, mask); returns the rewards and observations."""
+    rewards, seen = [], [obs]
+    for k in range(limit):
+        obs, r, done, _ = env_step(rule(k, obs.mask))
+        rewards.append(r)
+        seen.append(obs)
+        if done:
+            return rewards, seen
+    raise AssertionError("episode did not end")
+
+
+def first_allowed(k, mask):
+    """A deterministic mix of actions: candidate k % 4 if allowed, else the first allowed one."""
+    mask = np.asarray(mask)
+    return k % WAIT if mask[k % WAIT] else int(np.flatnonzero(mask)[0]) if mask.any() else 0
+
+
+# --- paces: closed forms ---------------------------------------------------------------------------
+
+
+def test_pace_alone_and_side_by_side_closed_forms():
+    # Alone across two servers, a ring AllReduce takes c + 2(n - 1) S/n / NIC per iteration (see
+    # test_job_scheduling). Two identical jobs on the same two servers stay mirror images and share both
+    # uplinks at half rate: iteration c + 2a, a the AllReduce time alone. On other servers: no change.
+    c, size = 0.01, 1e8
+    a = 2 * 3 * size / 4 / NIC
+    sig = ("allreduce", c, size, 4)
+    job_a = (sig, ("n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"))
+    job_b = (sig, ("n0/gpu2", "n0/gpu3", "n1/gpu2", "n1/gpu3"))
+    inside = (sig, ("n0/gpu2", "n0/gpu3", "n0/gpu0", "n0/gpu1"))
+    PACES.fill(PACES.needed([job_a]) + PACES.needed([job_a, job_b]))
+    (alone,) = PACES.paces([job_a])
+    assert alone == pytest.approx(1 / (c + a), rel=1e-9)
+    assert PACES.paces([job_a, job_b]) == pytest.approx([1 / (c + 2 * a)] * 2, rel=1e-9)
+    # a job inside server n1 shares no link with one inside n0: two groups, each at its own pace
+    other = (sig, ("n1/gpu0", "n1/gpu1", "n1/gpu2", "n1/gpu3"))
+    assert len(PACES.groups([inside, other])) == 2
+
+
+def test_fluid_schedule_of_one_job_is_exact():
+    # one job alone: JCT = iterations x (c + 2(n - 1) S/n / PCIE) inside one server (packed)
+    job = Job("a", 0.25, 4, 7, compute=0.01, pattern="allreduce", comm_bytes=1e8)
+    s = schedule(TOPO, [job], policy="packed", paces=PACES)
+    assert s.runs[0].start == 0.25
+    assert s.runs[0].jct == pytest.approx(7 * (0.01 + 2 * 3 * 1e8 / 4 / PCIE), rel=1e-9)
+    assert s.result is None
+
+
+# --- the environment -------------------------------------------------------------------------------
+
+
+def test_rewards_sum_to_minus_total_jct_and_observation_shapes():
+    env = JobEnv(TOPO, small_trace, paces=PACES)
+    obs, _ = env.reset(seed=1)
+    assert obs.free.shape == (2,) and obs.load.shape == (len(TOPO.links),)
+    assert obs.candidates.shape == (4, 5) and obs.mask.shape == (5,) and obs.mask[:WAIT].all()
+    rewards, _ = rollout(env.step, obs, first_allowed)
+    runs = env.runs()
+    assert len(runs) == 6
+    assert sum(rewards) == pytest.approx(-sum(r.jct for r in runs), rel=1e-9)
+    # conservation: GPUs are exclusive, so two jobs overlapping in time never share a GPU
+    for x in runs:
+        for y in runs:
+            if x is not y and x.start < y.finish and y.start < x.finish:
+                assert not set(x.gpus) & set(y.gpus)
+
+
+def test_determinism_under_a_seed():
+    def episode(seed):
+        env = JobEnv(TOPO, small_trace, paces=Paces(TOPO))  # a fresh cache: nothing carried over
+        obs, _ = env.reset(seed=seed)
+        rewards, seen = rollout(env.step, obs, first_allowed)
+        return rewards, [r.finish for r in env.runs()], seen
+
+    r1, f1, o1 = episode(3)
+    r2, f2, o2 = episode(3)
+    assert r1 == r2 and f1 == f2
+    for a, b in zip(o1, o2, strict=True):
+        for x, y in zip(a, b, strict=True):
+            np.testing.assert_array_equal(x, y)
+    assert episode(4)[1] != f1
+
+
+def test_batched_envs_equal_one_by_one():
+    seeds = [0, 1, 2]
+    envs = JobEnvs(TOPO, [small_trace] * 3, paces=PACES)
+    obs, _ = envs.reset(seeds)
+    batched_rewards, batched_obs, k, done = [], [obs], 0, np.zeros(3, bool)
+    while not done.all():
+        actions = [first_allowed(k, m) for m in obs.mask]
+        obs, r, done, _ = envs.step(np.array(actions))
+        batched_rewards.append(r)
+        batched_obs.append(obs)
+        k += 1
+    for b, seed in enumerate(seeds):
+        env = JobEnv(TOPO, small_trace, paces=PACES)
+        o, _ = env.reset(seed=seed)
+        rewards, seen = rollout(env.step, o, first_allowed)
+        n = len(rewards)
+        np.testing.assert_allclose(rewards, [r[b] for r in batched_rewards[:n]], rtol=1e-12)
+        assert all(r[b] == 0.0 for r in batched_rewards[n:])  # done environments stay done
+        for one, many in zip(seen, batched_obs, strict=False):
+            for x, y in zip(one, many, strict=True):
+                np.testing.assert_allclose(x, y[b], rtol=1e-12)
+        assert [r.finish for r in env.runs()] == [r.finish for r in envs.runs(b)]
+
+
+def test_bad_actions_raise_clear_errors():
+    jobs = [
+        Job("big", 0.0, 4, 50, compute=0.01, pattern="allreduce", comm_bytes=1e7),
+        Job("next", 0.0, 4, 2, compute=0.01, pattern="allreduce", comm_bytes=1e7),
+    ]
+    env = JobEnv(TOPO, jobs, paces=PACES)
+    with pytest.raises(ActionError, match="reset"):
+        env.step(0)
+    obs, _ = env.reset()
+    assert not obs.mask[WAIT]  # nothing runs and nothing is to arrive: waiting would never end
+    with pytest.raises(ActionError, match="cannot wait"):
+        env.step(WAIT)
+    for bad, match in [
+        (5, r"out of range \[0, 4\]"),
+        (-1, "out of range"),
+        (np.array([0, 1]), r"shape \(2,\)"),
+        (1.0, "integer action"),
+        (True, "integer action"),
+        ("n0/gpu0", "string"),
+        (["n0/gpu0", "n9/gpu0", "n0/gpu1", "n0/gpu2"], r"unknown GPU\(s\) \['n9/gpu0'\]"),
+        (["n0/gpu0", "n0/gpu1"], "needs 4 distinct GPUs"),
+    ]:
+        with pytest.raises(ActionError, match=match):
+            env.step(bad)
+    env.step(["n0/gpu0", "n0/gpu1", "n0/gpu2", "n0/gpu3"])  # "big" takes all of n0
+    with pytest.raises(ActionError, match=r"busy \(job 'big'\)") as e:
+        env.step(["n0/gpu0", "n1/gpu1", "n1/gpu2", "n1/gpu3"])  # n0 is full
+    assert isinstance(e.value, NetsimError)
+    envs = JobEnvs(TOPO, [jobs, jobs], paces=PACES)
+    envs.reset()
+    with pytest.raises(ActionError, match=r"expected 2 \(one per environment\), got 3"):
+        envs.step(np.zeros(3, int))
+    with pytest.raises(ActionError, match="one action per environment"):
+        envs.step(0)
+    with pytest.raises(ScenarioError, match="needs 16 GPUs"):
+        JobEnv(TOPO, [Job("huge", 0.0, 16, 1, compute=0.1)]).reset()
+
+
+# --- policies --------------------------------------------------------------------------------------
+
+
+def test_simloop_never_worse_than_the_best_heuristic_on_a_hand_case():
+    # "a" runs on n0/gpu0,1 + n1/gpu0,1, its ring crossing both uplinks. "b" (same traffic) arrives next.
+    # Inside one server (packed) "b" shares no link with "a": both keep their isolated paces. Across the
+    # servers (spread) the two share both uplinks and both slow down. Simulation-in-the-loop must find
+    # the single-server placement, and so match the best heuristic's mean JCT.
+    a = Job("a", 0.0, 4, 20, compute=0.01, pattern="allreduce", comm_bytes=1e8)
+    b = Job("b", 0.01, 2, 10, compute=0.01, pattern="allreduce", comm_bytes=1e8)
+    spread_a = lambda obs, envs: [CANDIDATES.index("spread")]  # puts "a" across both servers
+    results = {}
+    for name in ("packed", "spread", "topology", "contention", "simloop"):
+        first = {"done": False}
+
+        def policy(obs, envs, name=name, first=first):
+            if not first["done"]:
+                first["done"] = True
+                return spread_a(obs, envs)
+            return envs.simloop_actions() if name == "simloop" else envs.heuristic_actions(name)
+
+        results[name] = schedule(TOPO, [a, b], policy=policy, paces=PACES)
+    best = min(s.mean_jct for n, s in results.items() if n != "simloop")
+    assert results["simloop"].mean_jct <= best * (1 + 1e-12)
+    assert results["simloop"].mean_jct < results["spread"].mean_jct * 0.99
+    # one batched simulation scores every candidate of a decision
+    envs = JobEnvs(TOPO, [[a, b]], paces=Paces(TOPO))
+    envs.reset()
+    envs.step([CANDIDATES.index("spread")])
+    before = envs.paces.batches
+    envs.simloop_actions()
+    assert envs.paces.batches == before + 1
+    placed_b = results["simloop"].runs[1].gpus
+    assert len({g.split("/")[0] for g in placed_b}) == 1, placed_b
+
+
+def test_schedule_policies_and_validation():
+    jobs = small_trace(5)
+    for name in ("packed", "simloop"):
+        s = schedule(TOPO, jobs, policy=name, paces=PACES)
+        assert len(s.runs) == 6 and all(r.finish > r.start >= r.job.arrival for r in s.runs)
+        assert 0 < s.gpu_utilization <= 1
+    with pytest.raises(ScenarioError, match="unknown 'fastest'"):
+        schedule(TOPO, jobs, policy="fastest")
+
+
+# --- traces and the command line -------------------------------------------------------------------
+
+
+def test_deepshare_trace_is_seeded_from_the_shared_mix(tmp_path):
+    mix = deepshare_mix()
+    assert len(mix) == 36 and {m for m, _, _ in mix} == set(MODELS)
+    assert {g for _, g, _ in mix} == {2, 4, 8}
+    a, b = deepshare_trace(20, seed=7), deepshare_trace(20, seed=7)
+    assert a == b and a != deepshare_trace(20, seed=8)
+    assert a[0].arrival == 0.0 and all(x.arrival <= y.arrival for x, y in itertools.pairwise(a))
+    path = tmp_path / "t.csv"
+    path.write_text(format_job_trace(a))
+    assert read_job_trace(path) == a
+    path.write_text("arrival,model,gpus,iterations\n0,MoE,2,x\n")
+    with pytest.raises(ScenarioError, match="row 1: arrival, gpus, iterations must be numbers"):
+        read_job_trace(path)
+    path.write_text("arrival,model,gpus,iterations\n0,ResNet,2,3\n")
+    with pytest.raises(ScenarioError, match=r"row 1: .*unknown 'ResNet'"):
+        read_job_trace(path)
+    path.write_text("arrival,model\n0,MoE\n")
+    with pytest.raises(ScenarioError, match=r"missing column\(s\) \['gpus', 'iterations'\]"):
+        read_job_trace(path)
+
+
+def test_cli_jobs_smoke(tmp_path, capsys):
+    trace = tmp_path / "trace.csv"
+    assert cli.main(["jobs", "--generate", "3", "--seed", "1", "-o", str(trace)]) == 0
+    jobs = read_job_trace(trace)
+    small = [Job.of(j.id, j.model, arrival=j.arrival, gpus=2, iterations=2) for j in jobs]
+    trace.write_text(format_job_trace(small))
+    out = tmp_path / "r.json"
+    code = cli.main(
+        [
+            "jobs",
+            str(trace),
+            "--policy",
+            "packed,simloop",
+            "--cluster",
+            "2x4",
+            "--out",
+            str(out),
+            "--no-compile-cache",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "packed" in captured.out and "simloop" in captured.out and "-18.2%" in captured.out
+    assert "3/3 jobs done" in captured.err
+    data = json.loads(out.read_text())
+    assert set(data["policies"]) == {"packed", "simloop"}
+    assert len(data["policies"]["packed"]["jobs"]) == 3
+    assert cli.main(["jobs", str(trace), "--policy", "nope", "--cluster", "2x4"]) == 2
+    assert "unknown ['nope']" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_train_policy_example_runs(monkeypatch):
+    # examples/train_policy.py: one REINFORCE update on tiny traces, then its policy drives a schedule
+    import sys
+    from pathlib import Path
+
+    import jax
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
+    import train_policy
+
+    with jax.numpy_dtype_promotion("standard"):
+        policy, paces = train_policy.train(updates=1, envs=2, jobs=3, pool=1, verbose=False)
+        s = schedule(
+            paces.fabric, deepshare_trace(3, seed=5), policy=train_policy.trained_policy(policy), paces=paces
+        )
+    assert len(s.runs) == 3 and all(r.finish > r.start for r in s.runs)
+    sys.modules.pop("train_policy", None)
