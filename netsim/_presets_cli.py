@@ -20,11 +20,13 @@ def register(subparsers) -> None:
 
 def listing() -> str:
     """The two tables `netsim presets` prints."""
-    from .topology import CALIBRATED, PRESETS
+    from .topology import CALIBRATED, CLUSTERS, PRESETS
 
     width = max(map(len, [*PRESETS, *CALIBRATED])) + 2
     lines = ["topology presets (builder figures; netsim.topology.preset(name)):"]
     lines += [f"  {name:<{width}}{text}" for name, text in PRESETS.items()]
+    lines += ["", "cluster shapes (netsim.topology.load(spec)):"]
+    lines += [f"  {name + ':...':<{width}}{text}" for name, (text, _) in CLUSTERS.items()]
     lines += ["", "calibrated presets (fitted figures; loaded first by netsim.topology.load(name)):"]
     for name, values in CALIBRATED.items():
         fit = values.get("fit", {})

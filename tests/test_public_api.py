@@ -189,6 +189,7 @@ def test_topology_names():
         "bisection_bandwidth",
         "min_cut",
         "PRESETS",
+        "CLUSTERS",
         "preset",
         "CALIBRATED",
         "load",

@@ -32,6 +32,7 @@ from ._pcie import pcie_shared as pcie_shared
 from ._pcie import socket_duplex as socket_duplex
 from ._pcie import staging_engines as staging_engines
 from ._presets import CALIBRATED as CALIBRATED
+from ._presets import CLUSTERS as CLUSTERS
 from ._presets import PRESETS as PRESETS
 from ._presets import base_topology as base_topology
 from ._presets import from_calibration as from_calibration

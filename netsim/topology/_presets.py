@@ -16,6 +16,7 @@ from typing import Any
 
 from .._checks import quantity
 from .._scenario import ScenarioError
+from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
 from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared
@@ -123,6 +124,32 @@ _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
 
 PRESETS: dict[str, str] = {name: text for name, (text, _) in _BUILDERS.items()}
 
+#: cluster fabrics by shape, for every command that takes --topology: "fat-tree:K", "leaf-spine:L,S,H"
+CLUSTERS: dict[str, tuple[str, Callable[..., Topology]]] = {
+    "fat-tree": ("k-ary fat-tree, k^3/4 hosts h0.. at 50 GB/s: fat-tree:K (K even)", fat_tree),
+    "leaf-spine": (
+        "two-tier Clos, L leaves x S spines, H hosts per leaf, non-blocking: leaf-spine:L,S,H",
+        leaf_spine,
+    ),
+}
+
+
+def _cluster(name: str) -> Topology | None:
+    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" spec; None when `name` is no such spec."""
+    kind, sep, args = name.partition(":")
+    if not sep or kind not in CLUSTERS:
+        return None
+    try:
+        sizes = [int(x) for x in args.split(",")]
+    except ValueError:
+        sizes = []
+    want = 1 if kind == "fat-tree" else 3
+    if len(sizes) != want or min(sizes) < 1:
+        raise ScenarioError(
+            f"topology: {name!r}: expected {CLUSTERS[kind][0].split(': ')[-1]} with whole numbers >= 1"
+        )
+    return CLUSTERS[kind][1](*sizes)
+
 
 def preset(name: str, **overrides) -> Topology:
     """The named preset (see PRESETS); `overrides` go to its builder (bandwidths, p2p, name, ...)."""
@@ -199,8 +226,8 @@ def load(
     """A topology from a calibrated preset, a preset, an `nvidia-smi topo -m` file or a calibration file.
 
     Args:
-        source: a name in CALIBRATED (fitted figures), else a name in PRESETS (builder figures), else a
-            file: a calibration JSON (written by `netsim calibrate --out`, see docs/calibration.md) or
+        source: a name in CALIBRATED (fitted figures), a name in PRESETS (builder figures), a cluster
+            shape of CLUSTERS ("fat-tree:4", "leaf-spine:4,2,8"), else a file: a calibration JSON (written by `netsim calibrate --out`, see docs/calibration.md) or
             a text file holding an `nvidia-smi topo -m` matrix.
         p2p: False for the P2P-off variant (device-to-device copies by `transport`), True for P2P on;
             None keeps the machine's own (on, except on presets without P2P such as titanrtx-8x-lambda).
@@ -214,6 +241,9 @@ def load(
         ScenarioError: naming the source when it is none of these, or a calibration file is malformed.
     """
     name = os.fspath(source)
+    cluster = None if os.path.exists(name) else _cluster(name)
+    if cluster is not None:
+        return cluster
     if name in CALIBRATED:
         return from_calibration(copy.deepcopy(CALIBRATED[name]), p2p=p2p, transport=transport, where=name)
     if name in _BUILDERS:

@@ -168,3 +168,15 @@ def test_p2p_off_transport_is_pluggable():
         home(custom, "gpu4"), "gpu4"
     )
     assert load("rtx4090-8x-epyc7542", p2p=False, transport=ViaHome()).router.transport == ViaHome()
+
+
+def test_cluster_shapes_load_by_spec():
+    """"fat-tree:K" and "leaf-spine:L,S,H" give the builders' fabrics; malformed specs name the form."""
+    from netsim.topology import fat_tree, leaf_spine
+
+    ft, ls = load("fat-tree:4"), load("leaf-spine:4,2,8")
+    assert [x.id for x in ft.links] == [x.id for x in fat_tree(4).links] and len(ft.gpus()) == 16
+    assert [x.id for x in ls.links] == [x.id for x in leaf_spine(4, 2, 8).links] and len(ls.gpus()) == 32
+    for bad in ("fat-tree:x", "fat-tree:4,2", "leaf-spine:4,2", "leaf-spine:0,2,8"):
+        with pytest.raises(ScenarioError, match="expected"):
+            load(bad)
