@@ -171,7 +171,7 @@ def test_p2p_off_transport_is_pluggable():
 
 
 def test_cluster_shapes_load_by_spec():
-    """"fat-tree:K" and "leaf-spine:L,S,H" give the builders' fabrics; malformed specs name the form."""
+    """ "fat-tree:K" and "leaf-spine:L,S,H" give the builders' fabrics; malformed specs name the form."""
     from netsim.topology import fat_tree, leaf_spine
 
     ft, ls = load("fat-tree:4"), load("leaf-spine:4,2,8")
