@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from test_job_scheduling import NIC, PCIE, servers
 
 from netsim import NetsimError, ScenarioError, cli
 from netsim.studies import (
@@ -22,23 +23,9 @@ from netsim.studies import (
     read_job_trace,
     schedule,
 )
-from netsim.topology import Topology, cable
 from netsim.workloads import MODELS, Job
 
-PCIE, NIC = 25e9, 12.5e9
 WAIT = len(CANDIDATES)
-
-
-def servers(n: int, per: int) -> Topology:
-    """n servers of `per` GPUs: GPU - server switch at PCIE, server switch - one top switch at NIC."""
-    links, kind = [], {"top": "switch"}
-    for s in range(n):
-        kind[f"n{s}/sw"] = "switch"
-        links += cable(f"n{s}/sw", "top", NIC)
-        for g in range(per):
-            links += cable(f"n{s}/gpu{g}", f"n{s}/sw", PCIE)
-            kind[f"n{s}/gpu{g}"] = "gpu"
-    return Topology(f"{n}x{per}", links, kind)
 
 
 TOPO = servers(2, 4)
