@@ -186,10 +186,11 @@ def test_plots_save_pngs(tmp_path, grid_result):
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_random_sweep_plot_draws_a_discrete_axis_as_categories():
+def sampled_sweep():
+    """8 random points: a continuous bandwidth axis and a two-valued message size."""
     from netsim.sweep import LinkBandwidth, MessageSize, Sweep
 
-    result = Sweep(
+    return Sweep(
         diamond(),
         [
             LinkBandwidth("bw", scale_range=(0.5, 2.0), independent=True),
@@ -198,6 +199,10 @@ def test_random_sweep_plot_draws_a_discrete_axis_as_categories():
         samples=8,
         seed=1,
     ).run(progress=False, chunk_size=CHUNK)
+
+
+def test_random_sweep_plot_draws_a_discrete_axis_as_categories():
+    result = sampled_sweep()
     fig = plots.plot_sweep(result, x="bw", hue="f1_bytes")
     assert len(fig.axes) == 1  # a legend, no colour bar
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["f1_bytes=1 MB", "f1_bytes=8 MB"]
@@ -261,17 +266,7 @@ def test_to_xarray_or_the_extra_it_needs(grid_result, monkeypatch):
 
 def test_sampled_sweep_to_xarray_has_a_point_dimension():
     xr = pytest.importorskip("xarray")  # only where the optional extra is installed
-    from netsim.sweep import LinkBandwidth, MessageSize, Sweep
-
-    result = Sweep(
-        diamond(),
-        [
-            LinkBandwidth("bw", scale_range=(0.5, 2.0), independent=True),
-            MessageSize("f1_bytes", match="f1", value=[1e6, 8e6]),
-        ],
-        samples=8,
-        seed=1,
-    ).run(progress=False, chunk_size=CHUNK)
+    result = sampled_sweep()
     ds = result.to_xarray()
     assert isinstance(ds, xr.Dataset) and ds["makespan"].dims == ("point",)
     np.testing.assert_array_equal(ds["makespan"].values, result.makespan)
