@@ -6,7 +6,8 @@ that process's. Cases: a k=16 fat-tree (1024 hosts, 6144 links; random host pair
 1-64 MiB, all released at 0: benchmarks/vs_simgrid.py's scale series) and a 32 x 16 leaf-spine (512 hosts,
 2048 links; benchmarks/leafspine.py, 1-16 MB released over 1 ms). Fast-mode errors are against the exact
 run of the same scenario where that finished within the limit. Growth exponent: slope of log(wall) over
-log(flows) between the sizes that finished.
+log(flows) between the sizes that finished. Each case compiles its engine unless --compile-cache keeps
+compiled engines in netsim's disk cache as `netsim run` does (run twice: the second finds them).
 
     python benchmarks/scaling.py                              # the whole table (long)
     python benchmarks/scaling.py --flows 1000 10000 --limit 300
@@ -37,6 +38,8 @@ def one(topology: str, n_flows: int, tolerance: float, out: str) -> None:
 
     import netsim
 
+    if os.environ.get("NETSIM_BENCH_CACHE") == "1":  # --compile-cache: as `netsim run` does
+        netsim.enable_compilation_cache()
     sys.path.insert(0, HERE)
     if topology == "fattree":
         from vs_simgrid import fat_tree_random
@@ -79,6 +82,11 @@ def main() -> None:
         "--exact-max", type=int, default=None, help="largest flow count run exactly (default: all)"
     )
     ap.add_argument("--json", help="write the table as JSON")
+    ap.add_argument(
+        "--compile-cache",
+        action="store_true",
+        help="keep compiled engines in netsim's disk cache, as `netsim run` does (default: compile in each case)",
+    )
     args = ap.parse_args()
     if args.one:
         one(args.one[0], int(args.one[1]), float(args.one[2]), args.out)
@@ -109,7 +117,14 @@ def main() -> None:
                     t0 = time.perf_counter()
                     try:
                         subprocess.run(
-                            cmd, check=True, timeout=args.limit, env={**os.environ, "PJRT_NPROC": "1"}
+                            cmd,
+                            check=True,
+                            timeout=args.limit,
+                            env={
+                                **os.environ,
+                                "PJRT_NPROC": "1",
+                                "NETSIM_BENCH_CACHE": str(int(args.compile_cache)),
+                            },
                         )
                     except subprocess.TimeoutExpired:
                         rows.append(

@@ -17,6 +17,14 @@ its own process (interpreter start and import excluded). Needs SimGrid's Python 
     python benchmarks/vs_simgrid.py                      # everything (long on 2 cores)
     python benchmarks/vs_simgrid.py --fat-tree 1000      # a shorter scale series
     python benchmarks/vs_simgrid.py --json out.json      # also write the numbers
+    python benchmarks/vs_simgrid.py --processes          # whole processes: `netsim run` / `netsim sweep`
+                                                         # against SimGrid's own process, per case
+
+--processes times each side as a child process from start to exit (interpreter, imports, scenario
+loading, compile or the disk cache, run): `netsim run FILE.json` twice (first, then warm cache) against
+benchmarks/simgrid_peer.py on the same scenario; `netsim sweep examples/sweep_pcie_random_bw.json`
+against SimGrid once per what-if, one process each (32 of them run and checked, the total their mean
+times the point count).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import functools
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -198,6 +207,117 @@ def batch(case: str, scenario: Scenario, n: int, use_simgrid: bool, seed: int = 
     )
 
 
+# --- whole processes --------------------------------------------------------------------------------
+def timed(cmd: list[str]) -> float:
+    """Wall seconds of `cmd` as a child process (interpreter start, imports, building, compile, run)."""
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "PJRT_NPROC": "1"})
+    return time.perf_counter() - t0
+
+
+def simgrid_process(scenarios: list[Scenario], tmp: str) -> tuple[list[dict[str, float]], float]:
+    """(finish times, wall seconds) of benchmarks/simgrid_peer.py run on `scenarios` as its own process."""
+    src, out = os.path.join(tmp, "sg_in.json"), os.path.join(tmp, "sg_out.json")
+    with open(src, "w") as f:
+        json.dump([sc.to_dict() for sc in scenarios], f)
+    wall = timed([sys.executable, os.path.join(HERE, "simgrid_peer.py"), src, out])
+    with open(out) as f:
+        return json.load(f)["finish"], wall
+
+
+def process_run(case: str, scenario: Scenario, tmp: str) -> dict:
+    """`netsim run FILE.json` twice (the second finds the compiled engine in the disk cache) against
+    SimGrid on the same scenario in its own process; finish times checked against each other."""
+    path, out = os.path.join(tmp, "scenario.json"), os.path.join(tmp, "netsim_out.json")
+    scenario.save(path)
+    cmd = [sys.executable, "-m", "netsim.cli", "run", path, "--out", out]
+    first, warm = timed(cmd), timed(cmd)
+    with open(out) as f:
+        ours = {x["id"]: x["finish"] for x in json.load(f)["flows"]}
+    theirs, sg = simgrid_process([scenario], tmp)
+    err = max(abs(ours[k] - v) / abs(v) for k, v in theirs[0].items())
+    row = {"case": case, "flows": len(scenario.flows), "netsim_first_s": first, "netsim_warm_s": warm}
+    row |= {"simgrid_s": sg, "ratio_warm": sg / warm, "max_rel_err": err}
+    print(
+        f"{case:<34} netsim run {first:7.2f} s first, {warm:7.2f} s warm | SimGrid process {sg:8.2f} s | "
+        f"{sg / warm:6.1f}x | max rel err {err:.1e} | load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    return row
+
+
+def process_sweep(spec_path: str, tmp: str, singles: int) -> dict:
+    """`netsim sweep SPEC` twice (the second warm) against SimGrid run once per what-if, each its own
+    process: `singles` of them are run and checked, and the total is their mean times the point count."""
+    from netsim.sweep import load_spec
+
+    out = os.path.join(tmp, "sweep.h5")
+    cmd = [
+        sys.executable,
+        "-m",
+        "netsim.cli",
+        "sweep",
+        spec_path,
+        "--out",
+        out,
+        "--overwrite",
+        "--no-progress",
+    ]
+    first = timed(cmd)
+    os.remove(out)
+    warm = timed(cmd)
+    from netsim.sweep._sweep import _Runner  # the sweep's own kernel inputs, per point
+
+    sweep = load_spec(spec_path)
+    n = sweep.n_points
+    plan = sweep.plan()
+    network, program, _ = _Runner(plan, jax.devices()[:1]).inputs(slice(0, n))
+    t = plan.template
+    run = netsim.run_batch(network, program, max_events=t.max_events, keep=("finish",))
+    base = routed(sweep.scenario)
+    walls, err = [], 0.0
+    for p in range(min(singles, n)):
+        cap, lat = np.asarray(network.capacity[p]), np.asarray(network.latency[p])
+        links = tuple(
+            dataclasses.replace(x, bandwidth=float(cap[i]), latency=float(lat[i]))
+            for i, x in enumerate(base.links)
+        )
+        finish, wall = simgrid_process([dataclasses.replace(base, links=links)], tmp)
+        walls.append(wall)
+        ours = np.asarray(run["finish"][p])[t.flow_slice]
+        err = max(err, max_rel_err([f.id for f in base.flows], ours, finish[0]))
+    total = float(np.mean(walls)) * n
+    row = {"case": f"netsim sweep {os.path.basename(spec_path)}", "points": n, "netsim_first_s": first}
+    row |= {"netsim_warm_s": warm, "simgrid_total_s": total, "simgrid_processes_run": len(walls)}
+    row |= {"ratio_warm": total / warm, "max_rel_err": err}
+    print(
+        f"{row['case']:<34} {n} points: netsim {first:.2f} s first, {warm:.2f} s warm | SimGrid "
+        f"{np.mean(walls):.3f} s per process x {n} = {total:.1f} s ({len(walls)} run) | {total / warm:.1f}x | "
+        f"max rel err {err:.1e} | load {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
+    return row
+
+
+def processes(args) -> int:
+    """--processes: every case as whole processes, netsim's CLI against SimGrid's own process."""
+    import tempfile
+
+    rows = []
+    print(f"whole processes; load {os.getloadavg()}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.skip_small:
+            rows.append(process_run("pcie8 ring allreduce", pcie_ring(), tmp))
+            rows.append(process_sweep(os.path.join(EXAMPLES, "sweep_pcie_random_bw.json"), tmp, SINGLES))
+        for n in [int(x) for x in args.fat_tree.split(",") if x.strip()]:
+            rows.append(process_run(f"fattree k=16, {n} random flows", fat_tree_random(n), tmp))
+    print(f"load at end {os.getloadavg()}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if all(r["max_rel_err"] <= RTOL for r in rows) else 1
+
+
 def table(rows: list[Row]) -> str:
     head = (
         f"{'case':<34}{'flows':>7}{'links':>7}{'batch':>6}{'netsim s/scen':>15}{'jit s':>8}"
@@ -231,7 +351,14 @@ def main(argv=None) -> int:
         help="XLA CPU threads, 0 = one per core (default: XLA's, one per "
         "core; `netsim run` uses 1, `netsim sweep` one per core)",
     )
+    ap.add_argument(
+        "--processes",
+        action="store_true",
+        help="whole processes: `netsim run` / `netsim sweep` against SimGrid's own process per case",
+    )
     args = ap.parse_args(argv)
+    if args.processes:
+        return processes(args)
     if args.cpu_threads is not None:
         set_cpu_threads(args.cpu_threads)
     use_simgrid = not args.no_simgrid and importlib.util.find_spec("simgrid") is not None

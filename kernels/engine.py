@@ -89,15 +89,23 @@ def step(
     latency: `route_latency`; floor: `rate_floor` of every routed item; dense: None or `incidence` (all
     fixed for a run, so computed once); tolerance: see `run`.
     """
+
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
     #    predecessor's finish) and its first byte follows after the route latency: both are known now, so
     #    a release needs no event of its own, and no drift comes from the event clock.
-    pred_done = jnp.all(append_row(s.done, True)[program.after], axis=1)
-    pred_finish = jnp.max(append_row(s.finish, 0.0)[program.after], axis=1)
-    begin = ~s.started & pred_done
-    start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
-    first_byte = jnp.where(begin, start + latency, s.first_byte)
-    items = _Items(s.remaining, s.started | begin, s.done, first_byte, s.finish, s.held)
+    #    Once every item has started (all released at once, or after the last release) there is nothing
+    #    to schedule, and the events skip the items x predecessors gather.
+    def schedule():
+        pred_done = jnp.all(append_row(s.done, True)[program.after], axis=1)
+        pred_finish = jnp.max(append_row(s.finish, 0.0)[program.after], axis=1)
+        begin = ~s.started & pred_done
+        start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
+        return s.started | begin, start, jnp.where(begin, start + latency, s.first_byte)
+
+    started, start, first_byte = jax.lax.cond(
+        jnp.all(s.started), lambda: (s.started, s.start, s.first_byte), schedule
+    )
+    items = _Items(s.remaining, started, s.done, first_byte, s.finish, s.held)
     items, alloc, out = _advance(
         network.capacity, program.route, s, items, s.allocation, floor, dense, loop, tolerance
     )
@@ -308,13 +316,23 @@ def _plan(
 def _full_step(
     network, program, s, *, latency, floor, dense, loop, tolerance, succ, size
 ) -> tuple[SimState, _Frontier]:
-    """`step` over every item, then the frontier rebuilt from scratch (O(items), as the step)."""
+    """`step` over every item, then the frontier rebuilt from scratch (O(items), as the step), unless the
+    active set or the last completions alone overflow it: then a frontier of fills that only says so."""
     new = step(network, program, s, latency=latency, floor=floor, dense=dense, loop=loop, tolerance=tolerance)
     in_flight, finished = new.started & ~new.done, new.done & ~s.done
     need = jnp.maximum(jnp.sum(in_flight, dtype=jnp.int32), jnp.sum(finished, dtype=jnp.int32))
-    active = compact(in_flight, size)
-    recent = compact(finished, size)
-    return new, _plan(program, latency, succ, new, active, recent, jnp.sum(~new.done), need)
+    left = jnp.sum(~new.done, dtype=jnp.int32)
+
+    def plan() -> _Frontier:
+        active, recent = compact(in_flight, size), compact(finished, size)
+        return _plan(program, latency, succ, new, active, recent, left, need)
+
+    def overflow() -> _Frontier:
+        ids = jnp.full(size, program.after.shape[0], jnp.int32)
+        times = jnp.zeros(size, new.time.dtype)
+        return _Frontier(ids, ids, ids, ids, times, times, left, need)
+
+    return new, jax.lax.cond(need > size, overflow, plan)
 
 
 def _frontier_step(
@@ -527,8 +545,17 @@ def run(
         succ = successors(program.after)
         kw = dict(latency=latency, floor=floor, loop=loop, tolerance=tolerance, succ=succ)
 
-        def rounds(s: SimState) -> SimState:
-            c = _full_step(network, program, s, dense=matrix, size=sizes[0], **kw)
+        def full(s: SimState) -> tuple[SimState, _Frontier]:
+            return _full_step(network, program, s, dense=matrix, size=sizes[0], **kw)
+
+        def rounds(s: SimState) -> SimState:  # full steps while the active set overflows, then the ladder
+            c = jax.lax.while_loop(
+                lambda c: (
+                    (c[1].need > sizes[0]) & (c[1].left > 0) & (c[0].events < stop) & (c[0].status == OK)
+                ),
+                lambda c: full(c[0]),
+                full(s),
+            )
             return _ladder(network, program, c, sizes=sizes, stop=stop, **kw)[0]
 
         s = jax.lax.while_loop(unfinished, rounds, s0)
