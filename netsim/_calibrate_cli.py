@@ -7,10 +7,7 @@ import json
 import os
 import sys
 
-TOPOLOGY_HELP = (
-    "a netsim.topology preset name (e.g. rtx4090-8x-epyc7542; a calibrated preset gives its fitted "
-    "figures), an `nvidia-smi topo -m` file, or a calibration JSON written by `netsim calibrate`"
-)
+from .cli import TOPOLOGY_HELP
 
 
 def register(subparsers) -> None:

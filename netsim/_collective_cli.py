@@ -15,6 +15,8 @@ import os
 import sys
 from typing import Any
 
+from .cli import TOPOLOGY_HELP
+
 #: nccl-tests' names (without "_perf") -> the collective kind of netsim.workloads
 OPS = {
     "all_reduce": "allreduce",
@@ -191,13 +193,7 @@ def register(subparsers) -> None:
         "one batched simulation. See docs/cli.md.",
     )
     p.add_argument("op", type=_op, help=f"{', '.join(OPS)} (nccl-tests' names; allreduce, ... also work)")
-    p.add_argument(
-        "--topology",
-        "-t",
-        required=True,
-        help="a preset or calibrated preset name (`netsim presets`), an `nvidia-smi topo -m` text file, "
-        "or a calibration JSON (`netsim calibrate --out`)",
-    )
+    p.add_argument("--topology", "-t", required=True, help=TOPOLOGY_HELP)
     p.add_argument("-b", "--minbytes", type=_size, default=32 * 1024**2, help="smallest size (default 32M)")
     p.add_argument("-e", "--maxbytes", type=_size, default=32 * 1024**2, help="largest size (default 32M)")
     p.add_argument("-f", "--stepfactor", type=int, default=1, help="multiply the size by this (default 1)")

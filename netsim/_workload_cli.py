@@ -7,6 +7,8 @@ import argparse
 import os
 import sys
 
+from .cli import TOPOLOGY_HELP
+
 
 def register(subparsers) -> None:
     """Adds the `workload` subcommand to an argparse subparsers object."""
@@ -19,13 +21,7 @@ def register(subparsers) -> None:
         "the iteration time, the exposed communication per rank and the critical path. See docs/workloads.md.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="a SimAI .txt file, or .et files / an ET prefix")
-    p.add_argument(
-        "--topology",
-        "-t",
-        required=True,
-        help="a preset or calibrated preset name (`netsim presets`), an `nvidia-smi topo -m` text file, "
-        "or a calibration JSON (`netsim calibrate --out`)",
-    )
+    p.add_argument("--topology", "-t", required=True, help=TOPOLOGY_HELP)
     p.add_argument("--trace", metavar="JSON", help="write a Chrome/Perfetto trace of every task and flow")
     p.add_argument("--json", metavar="OUT", help="write the report (SI units) as JSON")
     p.add_argument("--top", type=int, default=10, help="rows of ranks and critical-path items (default 10)")

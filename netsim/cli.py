@@ -15,6 +15,14 @@ import traceback
 CPU_THREADS = {"run": 1}  # per command; the others use one thread per core
 
 
+#: what every `--topology` option takes: whatever `netsim.topology.load` reads
+TOPOLOGY_HELP = (
+    "an `nvidia-smi topo -m` text file, a calibration JSON (`netsim calibrate --out`), a preset or "
+    "calibrated preset name (`netsim presets`; a calibrated preset gives its fitted figures), or a "
+    "cluster shape (fat-tree:K, leaf-spine:L,S,H)"
+)
+
+
 def set_cpu_threads(n: int) -> None:
     """Sizes XLA's CPU thread pool: n threads, or one per core for 0. Only takes effect before JAX starts its
     CPU backend (its first computation or device query), so call it first thing in a script."""
