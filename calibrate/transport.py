@@ -36,6 +36,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from netsim import Flow, Scenario, ScenarioError, SharedResource
+from netsim._checks import fraction
 from netsim.topology import Topology
 from netsim.workloads import Workload
 
@@ -193,8 +194,7 @@ def staged_scenario(
     """cudaMemcpy with P2P off: every flow over the host route through the source's memory, carrying
     bytes / `efficiency` (the staging pipeline's, in (0, 1]), each GPU's host-memory traffic sharing
     `staging` bytes/s (`staging_engines`), DRAM as in `host_memory`."""
-    if isinstance(efficiency, bool) or not isinstance(efficiency, int | float) or not 0 < efficiency <= 1:
-        raise ScenarioError(f"staged_scenario: efficiency must be in (0, 1], got {efficiency!r}")
+    efficiency = fraction(efficiency, "staged_scenario: efficiency")
     resources = (*staging_engines(topo, staging), *host_memory(topo, dram), *shared)
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.src))
     scenario = _rerouted(topo, workload, route, resources, f"{workload.name} staged")

@@ -101,6 +101,13 @@ def quantity(value: Any, kind: str, field: str, *, positive: bool = False) -> fl
     return out
 
 
+def fraction(value: Any, field: str) -> float:
+    """`value` as a float in (0, 1] (an efficiency), else a ScenarioError naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ScenarioError(f"{field}: must be in (0, 1], got {value!r}")
+    return float(value)
+
+
 def count(value: Any, field: str, *, minimum: int = 1) -> int:
     """`value` as an int >= minimum: bools, floats (even 2.0) and strings are refused."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._checks import fraction
 from .._checks import number as check_number
 from .._routing import LinkGraph
 from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task
@@ -159,8 +160,7 @@ class CollectiveCosts:
         for i, r in enumerate(regimes):
             where = f"software.regimes[{i}] ({r.name!r})"
             check_number(r.overhead, f"{where}.overhead", positive=True)
-            if not isinstance(r.efficiency, int | float) or not 0 < r.efficiency <= 1:
-                raise ScenarioError(f"{where}.efficiency: must be in (0, 1], got {r.efficiency!r}")
+            fraction(r.efficiency, f"{where}.efficiency")
             last = i == len(regimes) - 1
             if not last:
                 check_number(r.up_to, f"{where}.up_to", positive=True)
@@ -169,9 +169,7 @@ class CollectiveCosts:
         check_number(self.width, "software.width", positive=True)
         for name in ("launch", "copy_overhead", "staged_overhead"):
             check_number(getattr(self, name), f"software.{name}")
-        e = self.staged_efficiency
-        if isinstance(e, bool) or not isinstance(e, int | float) or not 0 < e <= 1:
-            raise ScenarioError(f"software.staged_efficiency: must be in (0, 1], got {e!r}")
+        fraction(self.staged_efficiency, "software.staged_efficiency")
 
     def blend(self, step_bytes) -> tuple[np.ndarray, np.ndarray]:
         """(overhead s, efficiency) at each bytes-per-step (NumPy; see `regime_blend`)."""
