@@ -8,7 +8,7 @@ Transports (see docs/heldout.md for the measurements behind each choice):
 
 - P2P (`p2p_scenario`): the direct path, over an NVLink bridge where there is one.
 - Host memory, any transport: everything a GPU writes to or reads from host memory shares one per-GPU
-  budget (`staging_engines`), both directions together. PCIe reads of host memory (non-posted) slow down
+  budget (`netsim.topology.staging_engines`), both directions together. PCIe reads of host memory (non-posted) slow down
   while the same GPU writes to host memory: nvbandwidth's bidirectional host copies report ~11-16 GB/s
   for the host-to-device half on 8 x RTX 4090 and A100 PCIe Gen4 hosts where one direction alone
   reaches ~25 (NVIDIA/nvbandwidth issues 11, 15, 53).
@@ -33,11 +33,11 @@ Transports (see docs/heldout.md for the measurements behind each choice):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from netsim import Flow, Scenario, ScenarioError, SharedResource
 from netsim._checks import fraction
-from netsim.topology import Topology
+from netsim.topology import Topology, staging_engines
 from netsim.workloads import Workload
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "p2p_scenario",
     "shm_scenario",
     "staged_scenario",
-    "staging_engines",
 ]
 
 _HUBS = frozenset({"socket", "cpu"})
@@ -88,23 +87,6 @@ def host_route(topo: Topology, src: str, dst: str, memory: str) -> tuple[str, ..
     if topo.kind.get(memory) != "mem":
         raise ScenarioError(f"host_route: {memory!r} is not a memory node of topology {topo.name!r}")
     return topo.route(src, memory) + topo.route(memory, dst)
-
-
-def staging_engines(
-    topo: Topology, capacity: float, gpus: Sequence[str] | None = None
-) -> tuple[SharedResource, ...]:
-    """One budget per GPU (bytes/s) shared by all its traffic to and from host memory, both directions
-    together (cudaMemcpy staging and NCCL's SHM transport alike): crossed by flows over the GPU's PCIe
-    links that also cross a memory link. Ids "gpu0 staging", as in `netsim.topology.staging_engines`.
-    """
-    mem = memory_links(topo)
-    if not mem:
-        raise ScenarioError(f"staging_engines: topology {topo.name!r} has no memory links")
-    out = []
-    for gpu in topo.gpus() if gpus is None else gpus:
-        own = tuple(x.id for x in topo.links if gpu in (x.src, x.dst) and _ends(topo, x.id) != {"gpu"})
-        out.append(SharedResource(f"{gpu} staging", float(capacity), own, mem))
-    return tuple(out)
 
 
 def duplex_budgets(topo: Topology, capacity: float) -> tuple[SharedResource, ...]:
@@ -195,7 +177,7 @@ def staged_scenario(
     bytes / `efficiency` (the staging pipeline's, in (0, 1]), each GPU's host-memory traffic sharing
     `staging` bytes/s (`staging_engines`), DRAM as in `host_memory`."""
     efficiency = fraction(efficiency, "staged_scenario: efficiency")
-    resources = (*staging_engines(topo, staging), *host_memory(topo, dram), *shared)
+    resources = (*staging_engines(topo, capacity=staging), *host_memory(topo, dram), *shared)
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.src))
     scenario = _rerouted(topo, workload, route, resources, f"{workload.name} staged")
     flows = tuple(dataclasses.replace(f, bytes=f.bytes / efficiency) for f in scenario.flows)
@@ -213,7 +195,7 @@ def shm_scenario(
     """NCCL's SHM transport: every flow over the host route through the receiver's memory (pipelined:
     one flow, limited by its bottleneck), each GPU's host-memory traffic sharing `host` bytes/s
     (`staging_engines`; None: no such budget, links only), DRAM as in `host_memory`, plus `shared`."""
-    budgets = () if host is None else staging_engines(topo, host)
+    budgets = () if host is None else staging_engines(topo, capacity=host)
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.dst))
     resources = (*budgets, *host_memory(topo, dram), *shared)
     return _rerouted(topo, workload, route, resources, f"{workload.name} shm")

@@ -249,23 +249,28 @@ def socket_duplex(topo: Topology, share: float = DUPLEX_SHARE) -> tuple[SharedRe
     return tuple(out)
 
 
-def staging_engines(topo: Topology, share: float = STAGING_SHARE) -> tuple[SharedResource, ...]:
+def staging_engines(
+    topo: Topology,
+    share: float = STAGING_SHARE,
+    *,
+    capacity: float | None = None,
+) -> tuple[SharedResource, ...]:
     """One shared resource per GPU for its traffic to and from host memory (ids "gpu0 staging").
 
     Reads and writes of host memory share it, in any transport (cudaMemcpy's staging, NCCL's SHM
-    buffers): the resource is crossed by flows through the GPU's links that also cross a memory link,
-    and holds `share` times the GPU's fastest link. Direct (P2P) copies never cross it.
+    buffers): the resource is crossed by flows through the GPU's PCIe links that also cross a memory
+    link. Direct (P2P) copies never cross it. It holds `share` times the GPU's fastest PCIe link, or
+    `capacity` bytes/s when given (calibration fits it in absolute terms).
     """
     memory = tuple(x.id for x in topo.links if link_class(topo, x.id) == "memory")
+    if not memory:
+        raise ScenarioError(f"staging_engines: topology {topo.name!r} has no memory links")
     out = []
     for gpu in topo.gpus():
         own = [x for x in topo.links if gpu in (x.src, x.dst) and link_class(topo, x.id) != "nvlink"]
-        if own and memory:
-            out.append(
-                SharedResource(
-                    f"{gpu} staging", share * max(x.bandwidth for x in own), tuple(x.id for x in own), memory
-                )
-            )
+        if own:
+            budget = share * max(x.bandwidth for x in own) if capacity is None else float(capacity)
+            out.append(SharedResource(f"{gpu} staging", budget, tuple(x.id for x in own), memory))
     return tuple(out)
 
 

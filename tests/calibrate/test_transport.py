@@ -155,6 +155,6 @@ def test_errors_name_the_value(topo):
         kind={k: v for k, v in topo.kind.items() if v != "mem"},
     )
     with pytest.raises(netsim.ScenarioError, match="no memory links"):
-        T.staging_engines(bare, GB)
+        netsim.topology.staging_engines(bare, capacity=GB)
     with pytest.raises(netsim.ScenarioError, match="bandwidth must be > 0"):
         T.host_memory(topo, 0.0)
