@@ -27,6 +27,9 @@ TIE = 1e-12
 # Buffer sizes of the frontier (`run`): events work on the active items alone while they fit 128, and on
 # 16-item buffers while they fit those (a chain's per-event cost falls ~3x from 128 to 16).
 FRONTIER = (128, 16)
+# The fast mode's max-min slack per unit of window (`maxmin_rates(slack=SLACK * tolerance)`): near-equal
+# fair-share levels freeze together, in fewer rounds.
+SLACK = 0.25
 
 
 def route_latency(network: Network, program: Program) -> Float[AnyArray, " N"]:
@@ -147,7 +150,9 @@ def _advance(
 
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
-    alloc = maxmin_rates(capacity, route, moving, prior=prior, floor=floor, dense=dense, loop=loop)
+    alloc = maxmin_rates(
+        capacity, route, moving, prior=prior, floor=floor, dense=dense, loop=loop, slack=SLACK * tolerance
+    )
     rate = alloc.rate
 
     # 3. Next event: a completion or a first byte (release + latency expiry).
@@ -480,6 +485,8 @@ def run(
         completions; a first byte up to w / 2 x t ahead starts now. Each window thus moves a finish by at
         most half its width, early or late, and a run needs a number of events that grows with
         log(makespan / first event) / w instead of with the item count. Bytes are conserved exactly.
+        The rates are s-approximately max-min fair with s = SLACK x w (`maxmin.maxmin_rates(slack=)`):
+        feasible, and near-equal fair-share levels freeze together, in fewer max-min rounds.
         `merged` counts the completions and first bytes folded in. Static (a Python float).
     state, until: resume from `state` (default `initial_state`) and pause, status OK but items not all done,
         once `until` events have passed (a traced count: one compile serves every slice). netsim.simulate

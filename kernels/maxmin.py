@@ -1,4 +1,5 @@
-"""Exact max-min fair rates by parallel progressive filling, from scratch or from the last allocation."""
+"""Max-min fair rates by parallel progressive filling, from scratch or from the last allocation: exact,
+or within a relative slack (the fast mode)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from jaxtyping import Bool, Complex, Float, Int
 from ._types import Allocation, AnyArray
 
 # Live items are packed into buffers this many times smaller as rounds freeze them: later rounds then
-# touch only the items still unfrozen (their number falls by ~20% a round on a loaded fabric).
-SHRINK = 4
+# touch only the items still unfrozen. Their number can fall slowly: on a k=16 fat-tree with 1e5 random
+# flows, ~1.7% a round at first (75 full-size rounds to a quarter), so halving beats quartering (a
+# filling from scratch there: 300 ms against 440 ms; 1.5 gives 223 ms but doubles the compile time).
+SHRINK = 2
 SMALLEST = 64
 # Relative margin below the reuse threshold: rates equal in exact arithmetic may differ by rounding.
 MARGIN = 1e-9
@@ -125,8 +128,9 @@ def maxmin_rates(
     floor: Float[AnyArray, " N"] | None = None,
     dense: Float[AnyArray, "N R"] | None = None,
     loop: str = "lax",
+    slack: float = 0.0,
 ) -> Allocation:
-    """Max-min fair rates of the active items.
+    """Max-min fair rates of the active items (exact with slack=0).
 
     Each round freezes, at once, every resource whose fair share (spare capacity / unfrozen users) is no
     larger than the share of any resource it shares an unfrozen item with. Such a resource is saturated
@@ -145,7 +149,27 @@ def maxmin_rates(
         dense: `incidence(route, R)`: sum over resources with matrix products instead of scatters
             (faster for small items x resources, above all under vmap; see DENSE_MAX).
         loop: equinox.internal.while_loop kind: "lax" (forward-mode AD) or "checkpointed" (reverse mode).
+        slack: s >= 0 (static): 0 for the exact allocation; s > 0 also freezes, each round, every resource whose
+            share is within a factor 1 + s of its neighbours' (the items on it take their tightest share, as
+            always). Near-equal levels then freeze in one round instead of one after another: from scratch on
+            a k=16 fat-tree with 1e5 random flows, 141 rounds exact, 94 at s = 0.0025, 48 at s = 0.01.
+
+    What the slack keeps (s > 0), each by the argument for the exact rounds: the rates are feasible (a
+    newly frozen item takes at most the share of each resource it crosses, so no resource goes over its
+    capacity and the shares of the others never fall); and every refilled item has an s-bottleneck, a
+    resource loaded to at least capacity / (1 + s) on which no rate exceeds the item's by more than a
+    factor 1 + s (the items frozen there take at least share / (1 + s), and every earlier rate there was at
+    most the share). That is the usual definition of an s-approximately max-min fair allocation; it does not
+    bound each rate against the exact max-min rate. Capacity an item leaves unused on a resource where it
+    froze below the share goes, in the exact filling, to the others there: n items tight elsewhere at share
+    / (1 + s) on a resource with one more item can leave that item short by a factor ~1 + n s
+    (`tests/kernels/test_maxmin.py` builds one). Measured against the exact rates on the fat-tree above, the
+    largest deviations are -0.24 % / +0.31 % at s = 0.0025 (mean 0.002 %). With `prior`, the kept rates
+    are the earlier relaxed filling's: feasible, as any kept rate, but `reusable` reasons about exact
+    fillings, so they are only as fair as that filling was.
     """
+    if not isinstance(slack, int | float) or not 0.0 <= slack < 1.0:
+        raise ValueError(f"maxmin_rates: slack must be a number in [0, 1), got {slack!r}")
     n_res = capacity.shape[0]
     n_items, _ = route.shape
     dt = capacity.dtype
@@ -190,7 +214,16 @@ def maxmin_rates(
         fits_next = sizes[k + 1] if k + 1 < len(sizes) else 0
         entered = sub_live  # the items this buffer fills; those still live are written again later
         sub_rate, sub_bottleneck, sub_live, sub_pending, spare, users, rounds = _rounds(
-            sub_route, sub_live, sub_pending, spare, users, rounds, fits_next, loop, dense if k == 0 else None
+            sub_route,
+            sub_live,
+            sub_pending,
+            spare,
+            users,
+            rounds,
+            fits_next,
+            loop,
+            dense if k == 0 else None,
+            slack,
         )
         if k == 0:  # slots are items
             rate, bottleneck = (
@@ -216,6 +249,7 @@ def _rounds(
     fits_next: int,
     loop: str,
     dense: Float[AnyArray, "n R"] | None,
+    slack: float,
 ):
     """Freezing rounds on one buffer, until at most `fits_next` of its items are live or pending."""
     n_res = spare.shape[0]
@@ -236,14 +270,18 @@ def _rounds(
         share = jnp.where(has, spare / jnp.where(has, users, 1), jnp.inf)
         hop_share = gather(share, route, jnp.inf)
         item_share = jnp.min(hop_share, axis=1)  # the item's tightest share
-        if dense is None:  # no live item on the resource has a smaller share elsewhere
+        # a local minimum: no live item on the resource has a smaller share elsewhere (within 1 + slack)
+        if dense is None or slack:
             live_share = jnp.where(live, item_share, jnp.inf)
-            neighbour = (
-                jnp.full(n_res + 1, jnp.inf, dt)
-                .at[route.ravel()]
-                .min(jnp.repeat(live_share, n_hops), mode="promise_in_bounds")[:n_res]
-            )
-            local_min = has & (share <= neighbour)
+            if dense is None:
+                neighbour = (
+                    jnp.full(n_res + 1, jnp.inf, dt)
+                    .at[route.ravel()]
+                    .min(jnp.repeat(live_share, n_hops), mode="promise_in_bounds")[:n_res]
+                )
+            else:  # small: a masked min over the incidence matrix
+                neighbour = jnp.min(jnp.where(dense > 0, live_share[:, None], jnp.inf), axis=0)
+            local_min = has & (share <= (neighbour * (1 + slack) if slack else neighbour))
         else:  # the same test as a sum: live items on r have item_share <= share[r], so r is a local
             # minimum iff their shortfall sum(share[r] - item_share) is 0, up to the sum's rounding
             # (at most users^2 eps relative; a near-tie taken for a tie moves rates by no more)
