@@ -26,8 +26,8 @@ def _whole(network: kernels.Network, program: kernels.Program, **options) -> ker
     return kernels.run(network, program, **options)
 
 
-def _first(network: kernels.Network, program: kernels.Program, until, **options) -> kernels.SimState:
-    return kernels.run(network, program, until=until, **options)
+def _start(program: kernels.Program, *, n_resources: int, record: int) -> kernels.SimState:
+    return initial_state(program, n_resources, record)
 
 
 def _next(network, program, state: kernels.SimState, until, **options) -> kernels.SimState:
@@ -50,21 +50,23 @@ def _run(
     return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
 
 
+def _initial(network: kernels.Network, program: kernels.Program, record: int) -> kernels.SimState:
+    # the engine's start state, from a small executable of its own: the slices then need one large one
+    options = {"n_resources": network.capacity.shape[-1], "record": int(record)}
+    return executable(_start, (program,), options, lambda: _state_tree(network, program, record))(program)
+
+
 def _resume(
     network: kernels.Network,
     program: kernels.Program,
-    state: kernels.SimState | None,
+    state: kernels.SimState,
     until: np.ndarray,
     max_events: int,
     record: int,
     tolerance: float,
 ) -> kernels.SimState:
-    # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable, and
-    # the first slice (no state yet: an executable of its own) is all a short run needs
+    # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
     options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
-    if state is None:
-        args = (network, program, until)
-        return executable(_first, args, options, lambda: _state_tree(network, program, record))(*args)
     args = (network, program, state, until)
     return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
@@ -82,7 +84,7 @@ class Progress:
     def run(cls, compiled: Compiled, bound: int, record: int, tolerance: float) -> kernels.SimState:
         network, program = compiled.network, compiled.program
         started = last = time.perf_counter()
-        state, events, size = None, 0, cls.FIRST
+        state, events, size = _initial(network, program, record), 0, cls.FIRST
         while True:
             t0 = time.perf_counter()
             until = np.int32(min(events + size, bound))
