@@ -144,7 +144,7 @@ def executable(fn: Callable, args: tuple, static: dict[str, Any], out_tree: Call
     path = None if _folder is None else os.path.join(_folder, f"{key}.bin")
     compiled = _load(path, key, n_in, n_out) if path is not None and os.path.exists(path) else None
     if compiled is None:
-        compiled = jax.jit(flat).lower(*jax.tree.leaves(args)).compile()
+        compiled = _compile(flat, args, fresh=path is not None)
         if path is not None:
             _store(path, key, n_in, compiled)
 
@@ -155,6 +155,33 @@ def executable(fn: Callable, args: tuple, static: dict[str, Any], out_tree: Call
     if len(_loaded) > _MEMORY:
         _loaded.popitem(last=False)
     return call
+
+
+_hits: list[int] = []  # one entry per executable JAX's persistent cache served, once counting
+
+
+def _count_hits(event: str, **_) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _hits.append(1)
+
+
+def _compile(flat: Callable, args: tuple, *, fresh: bool) -> Any:
+    """`jax.jit(flat)` compiled for `args`. fresh: compiled by XLA here, never an executable served by JAX's
+    persistent cache, which serializes without its code (a later process could load it, then fail to run:
+    "Function ... not found"): when JAX's cache serves it, compile again under a name of its own."""
+    import jax
+
+    leaves = jax.tree.leaves(args)
+    if fresh and not _hits:
+        jax.monitoring.register_event_listener(_count_hits)
+        _hits.append(0)
+    before = len(_hits)
+    flat.__name__ = "netsim_engine"
+    compiled = jax.jit(flat).lower(*leaves).compile()
+    if fresh and len(_hits) > before:
+        flat.__name__ = f"netsim_engine_{os.urandom(8).hex()}"  # a module JAX's cache has never seen
+        compiled = jax.jit(flat).lower(*leaves).compile()
+    return compiled
 
 
 def _load(path: str, key: str, n_in: int, n_out: int) -> Callable | None:
