@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import importlib
 import os
@@ -193,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     # (`started`); as the caller had it afterwards.
     collecting = gc.isenabled()
     gc.disable()
+    # and at exit, Python's last collection would walk every object JAX made (~0.3 s): skip them
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
     try:
         return _main(argv)
     finally:
