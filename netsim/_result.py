@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import textwrap
 from typing import Any
@@ -398,9 +397,18 @@ class Result:
         return "\n".join(lines)
 
 
-@functools.lru_cache(maxsize=64)
+_POSITIONS: dict[int, tuple[tuple[str, ...], dict[str, int]]] = {}  # id(ids) -> (ids, positions), 64 at most
+
+
 def _positions(ids: tuple[str, ...]) -> dict[str, int]:
-    return {k: i for i, k in enumerate(ids)}
+    # keyed by identity (the entry holds `ids`, so the id stays its own): hashing a tuple of 1e4 ids on every
+    # lookup made each per-flow query O(flows), and writing a result O(flows^2)
+    hit = _POSITIONS.get(id(ids))
+    if hit is None or hit[0] is not ids:
+        if len(_POSITIONS) >= 64:
+            del _POSITIONS[next(iter(_POSITIONS))]
+        hit = _POSITIONS[id(ids)] = (ids, {k: i for i, k in enumerate(ids)})
+    return hit[1]
 
 
 def _find(ids: tuple[str, ...], key: str, kind: str) -> int:

@@ -5,46 +5,70 @@ from __future__ import annotations
 import sys
 import time
 
-import equinox as eqx
 import jax
 import numpy as np
 
 from . import kernels
+from ._cache import executable
 from ._compile import Compiled, compile_scenario
 from ._errors import SimulationError, check_status, check_tolerance
 from ._result import Result
 from ._scenario import Scenario
 from ._units import format_quantity
 from .kernels import Status
-from .kernels.engine import TIE
+from .kernels.engine import TIE, initial_state
 
 #: relative tolerance of the post-run byte balance (`check_result`)
 CONSERVATION_RTOL = 1e-9
 
 
-@eqx.filter_jit
+def _whole(network: kernels.Network, program: kernels.Program, **options) -> kernels.SimState:
+    return kernels.run(network, program, **options)
+
+
+def _start(program: kernels.Program, *, n_resources: int, record: int) -> kernels.SimState:
+    return initial_state(program, n_resources, record)
+
+
+def _next(network, program, state: kernels.SimState, until, **options) -> kernels.SimState:
+    return kernels.run(network, program, state=state, until=until, **options)
+
+
+def _state_tree(network: kernels.Network, program: kernels.Program, record: int):
+    """The pytree structure of the engine's state, without tracing the engine."""
+    n_resources = network.capacity.shape[-1]
+    return jax.tree.structure(jax.eval_shape(lambda p: initial_state(p, n_resources, record), program))
+
+
 def _run(
     network: kernels.Network, program: kernels.Program, max_events: int, record: int, tolerance: float
 ) -> kernels.SimState:
-    # the one jit: max_events, record and tolerance are Python values, hence static
-    return kernels.run(network, program, max_events=max_events, record=record, tolerance=tolerance)
+    # the one compile per shape and options (max_events, record, tolerance), kept in memory and, when
+    # enabled, in the executable cache (netsim._cache)
+    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    args = (network, program)
+    return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
 
 
-@eqx.filter_jit
+def _initial(network: kernels.Network, program: kernels.Program, record: int) -> kernels.SimState:
+    # the engine's start state, from a small executable of its own: the slices then need one large one
+    options = {"n_resources": network.capacity.shape[-1], "record": int(record)}
+    return executable(_start, (program,), options, lambda: _state_tree(network, program, record))(program)
+
+
 def _resume(
     network: kernels.Network,
     program: kernels.Program,
-    state: kernels.SimState | None,
+    state: kernels.SimState,
     until: np.ndarray,
     max_events: int,
     record: int,
     tolerance: float,
 ) -> kernels.SimState:
-    # `until` is traced: every slice of a run (and of any run of this shape) shares one compile, and the first
-    # slice (state None, so static: a compile of its own) is all a short run needs
-    return kernels.run(
-        network, program, max_events=max_events, record=record, tolerance=tolerance, state=state, until=until
-    )
+    # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
+    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    args = (network, program, state, until)
+    return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
 
 class Progress:
@@ -60,7 +84,7 @@ class Progress:
     def run(cls, compiled: Compiled, bound: int, record: int, tolerance: float) -> kernels.SimState:
         network, program = compiled.network, compiled.program
         started = last = time.perf_counter()
-        state, events, size = None, 0, cls.FIRST
+        state, events, size = _initial(network, program, record), 0, cls.FIRST
         while True:
             t0 = time.perf_counter()
             until = np.int32(min(events + size, bound))

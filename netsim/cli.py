@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import gc
 import importlib
 import os
 import sys
@@ -106,13 +108,15 @@ def _run(args: argparse.Namespace) -> int:
 
     import netsim
 
-    scenario = netsim.Scenario.load(args.scenario)
+    scenario = netsim.compile_scenario(netsim.Scenario.load(args.scenario))
+    started()
+    links, flows, tasks = scenario.scenario.links, scenario.scenario.flows, scenario.scenario.tasks
     backend = jax.default_backend()
     if backend == "cpu":
         backend += f", XLA threads: {cpu_threads_label()}"
     print(
-        f"netsim: simulating {args.scenario} ({len(scenario.links)} links, {len(scenario.flows)} flows, "
-        f"{len(scenario.tasks)} tasks) on {backend}",
+        f"netsim: simulating {args.scenario} ({len(links)} links, {len(flows)} flows, {len(tasks)} tasks) "
+        f"on {backend}",
         file=sys.stderr,
     )
     result = netsim.simulate(scenario, max_events=args.max_events, tolerance=args.tolerance, progress=True)
@@ -185,12 +189,34 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Runs a command; returns the exit code: 0 done, 2 bad input or I/O (a one-line message on stderr),
     1 a bug in netsim (the message, then the traceback to report)."""
+    # Start-up (importing JAX, reading a scenario) allocates much and frees little: Python's cyclic garbage
+    # collections there only cost time (~0.2 s of importing JAX). Off until the command has started
+    # (`started`); as the caller had it afterwards.
+    collecting = gc.isenabled()
+    gc.disable()
+    # and at exit, Python's last collection would walk every object JAX made (~0.3 s): skip them
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
+    try:
+        return _main(argv)
+    finally:
+        (gc.enable if collecting else gc.disable)()
+
+
+def started() -> None:
+    """Ends a command's start-up: garbage collection runs again."""
+    gc.enable()
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)  # --help, --version, bad arguments: exit here, without JAX
     set_cpu_threads(cpu_threads(args.cpu_threads, args.command))  # before anything starts JAX's backend
     if not args.no_compile_cache:
         from ._cache import enable_compilation_cache
 
         enable_compilation_cache()  # before the first compile; imports JAX only here
+    if args.handler is not _run:  # `run` reads its scenario first
+        started()
     from ._errors import NetsimError
 
     try:
