@@ -17,8 +17,10 @@ Transports (see docs/heldout.md for the measurements behind each choice):
   route that moves its bytes at the staging pipeline's efficiency (`CollectiveCosts.staged_efficiency`,
   here bytes / efficiency), through both GPUs' host budgets. Measured on m01 (p2pBandwidthLatencyTest,
   P2P=Disabled): one copy 19.5 GB/s (efficiency x the 25.8 GB/s PCIe path), a copy each way at once
-  ~10.5 GB/s each (efficiency x half the host budget), so the fit gives efficiency ~0.76 and a budget
-  of ~28 GB/s. Two dependent, non-overlapped halves would give at most 25.8 / 2 = 12.9 GB/s one way.
+  ~10.5 GB/s each (efficiency x half the host budget). With cross-socket copies capped by the socket
+  link's P2P figure the fit gives efficiency 0.90 and a budget of 22.7 GB/s; without that cap, 0.77 and
+  27.2 (benchmarks/heldout_socket.py). Two dependent, non-overlapped halves would give at most
+  25.8 / 2 = 12.9 GB/s one way.
 - NCCL's SHM transport with P2P off (`shm_scenario`): the sender's kernel stores into a host buffer
   that NCCL allocates on the receiver's side (NCCL_SHM_LOCALITY defaults to the receiver, src/transport/
   shm.cc) and the receiver's kernel loads from it, slot by slot (NCCL_STEPS slots per connection), so
