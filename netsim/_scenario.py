@@ -244,7 +244,7 @@ def _checked(cls: type, values: Mapping[str, Any], where: str) -> dict[str, Any]
         if kind == "id":
             out[name] = identifier(value, field)
         elif kind == "ids" or (kind == "route" and value is not None):
-            out[name] = _ids(value, field)
+            out[name] = identifiers(value, field)
         elif kind == "route":
             out[name] = None
         else:
@@ -254,14 +254,6 @@ def _checked(cls: type, values: Mapping[str, Any], where: str) -> dict[str, Any]
             f"{where}.dst: same node as src ({out['dst']!r}); a flow crosses at least one link"
         )
     return out
-
-
-def _ids(value: Any, field: str) -> tuple[str, ...]:
-    # what `identifiers` checks, in one pass for the common case (a route of a 1e4-flow scenario file is
-    # read in ~1 us); anything else goes through it for the message naming the element
-    if type(value) in (list, tuple) and all(type(v) is str and v and v.isprintable() for v in value):
-        return tuple(value)
-    return identifiers(value, field)
 
 
 def _check_fields(obj: Link | Flow | Task | SharedResource) -> None:
