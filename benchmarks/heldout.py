@@ -133,10 +133,21 @@ class Data:
 
 
 def lay_out(
-    name, topo, scenarios, measured, moved, *, step=None, labels=None, fixed=False, staged=False
+    name,
+    topo,
+    scenarios,
+    measured,
+    moved,
+    *,
+    step=None,
+    labels=None,
+    fixed=False,
+    staged=False,
+    classify=classify,
 ) -> Data:
     """Scenarios of one resource layout as one padded batch. fixed: every capacity stays the
-    topology's own (the plain, uncalibrated baseline); else resources of a fitted class take theta."""
+    topology's own (the plain, uncalibrated baseline); else resources of a fitted class (`classify`:
+    resource id -> class in NAMES, None for fixed) take theta."""
     shape, width = (COLL_SHAPE, COLL_WIDTH) if step is not None else (COPY_SHAPE, COPY_WIDTH)
     batch = netsim.compile_batch(scenarios, shape=shape)
     first = batch.compiled[0].scenario
@@ -267,7 +278,7 @@ def errors(theta, d: Data) -> np.ndarray:
 # --- measured data as scenarios -----------------------------------------------------------------------
 
 
-def matrix_data(name, topo, values, kind, transport, *, rows=None, **kw) -> Data:
+def matrix_data(name, topo, values, kind, transport, *, rows=None, extra=(), classify=classify) -> Data:
     """Cells of a p2pBandwidthLatencyTest bandwidth matrix (bytes/s) as copy scenarios under `transport`
     ("p2p", "staged" or "plain": the topology's own routes, no budgets)."""
     gpus = topo.gpus()
@@ -281,7 +292,7 @@ def matrix_data(name, topo, values, kind, transport, *, rows=None, **kw) -> Data
             if transport == "p2p":
                 s = T.p2p_scenario(topo, work, shared=T.duplex_budgets(topo, 40 * GB))
             elif transport == "staged":
-                shared = (*T.duplex_budgets(topo, 40 * GB), *kw.get("extra", ()))
+                shared = (*T.duplex_budgets(topo, 40 * GB), *extra)
                 s = T.staged_scenario(topo, work, staging=20 * GB, shared=shared)
             else:
                 s = work.scenario(topo)
@@ -298,10 +309,11 @@ def matrix_data(name, topo, values, kind, transport, *, rows=None, **kw) -> Data
         labels=labels,
         fixed=transport == "plain",
         staged=transport == "staged",
+        classify=classify,
     )
 
 
-def allreduce_data(name, topo, ranks, sizes, times, transport, *, host=None) -> Data:
+def allreduce_data(name, topo, ranks, sizes, times, transport, *, host=None, classify=classify) -> Data:
     """nccl-tests all_reduce points (sizes in bytes, times in s) as ring scenarios."""
     n = len(ranks)
     factor = 2 * (n - 1) / n
@@ -324,6 +336,7 @@ def allreduce_data(name, topo, ranks, sizes, times, transport, *, host=None) -> 
         step=sizes / n,
         labels=tuple(int(s) for s in sizes),
         fixed=transport == "plain",
+        classify=classify,
     )
 
 

@@ -8,8 +8,9 @@ The shipped model routes a host-staged copy between sockets over the socket link
 on P2P copies (21.9 GB/s). m01's P2P=Disabled copies do not slow down across sockets (row 4 is faster
 to GPUs 0-3 than to its own socket), and the socket fabric of a 2 x EPYC 7002 server has four x16
 links, far above 22 GB/s. The variant gives host-memory traffic on the socket link that fabric's
-figure (FABRIC, 4 x16 at PCIe 4.0 rate) and no duplex budget, refits the per-GPU host budget H and
-the staging efficiency e on the same P2P-off copies, and predicts NCCL's SHM all_reduce from them.
+figure (FABRIC, 4 x16 at PCIe 4.0 rate) with its duplex budget held at heldout.py's 40 GB/s (it does
+not bind), refits the per-GPU host budget H and the staging efficiency e on the same P2P-off copies,
+and predicts NCCL's SHM all_reduce from them.
 """
 
 from __future__ import annotations
@@ -36,14 +37,10 @@ def fabric(topo):
     return dataclasses.replace(topo, links=links)
 
 
-def host_data(build):
-    """Data built with the socket link and its duplex budget held fixed (not the P2P figures)."""
-    classify = H.classify
-    H.classify = lambda t, rid: None if classify(t, rid) in ("socket", "socket duplex") else classify(t, rid)
-    try:
-        return build()
-    finally:
-        H.classify = classify
+def host_classify(topo, rid):
+    """`heldout.classify`, with the socket link and its duplex budget held at the topology's figures."""
+    name = H.classify(topo, rid)
+    return None if name in ("socket", "socket duplex") else name
 
 
 def with_host(theta, host, efficiency):
@@ -67,37 +64,37 @@ def main():
     big = sizes[sizes >= 2**20]
 
     rows = []
-    for label, t, wrap in (
-        ("socket link at the P2P figure (shipped)", topo, lambda f: f()),
-        ("socket link at the fabric figure", fabric(topo), host_data),
+    for label, t, cls in (
+        ("socket link at the P2P figure (shipped)", topo, H.classify),
+        ("socket link at the fabric figure", fabric(topo), host_classify),
     ):
-        fit_on = wrap(
-            lambda t=t: [
-                H.matrix_data(f"off {k}", t, off.matrix(k, p2p=False).values, k, "staged") for k in kinds
-            ]
-        )
-        again = wrap(
-            lambda t=t: [
-                H.matrix_data(f"again {k}", t, on.matrix(k, p2p=False).values, k, "staged") for k in kinds
-            ]
-        )
+        matrices = lambda trace, name, t=t, cls=cls: [
+            H.matrix_data(f"{name} {k}", t, trace.matrix(k, p2p=False).values, k, "staged", classify=cls)
+            for k in kinds
+        ]
+        fit_on, again = matrices(off, "off"), matrices(on, "again")
+        errors = lambda th, data: np.r_[H.errors(th, data[0]), H.errors(th, data[1])]
         H.log(f"{label}: fit H and e on the P2P-off copies (Adam, two starts)")
-        fits = [H.fit(theta, ("staging", "staged inflation"), fit_on, steps=300)]
-        fits.append(H.fit(with_host(theta, 28.0, 0.75), ("staging", "staged inflation"), fit_on, steps=300))
-        loss = lambda th, d=fit_on: float(np.mean(np.abs(np.r_[H.errors(th, d[0]), H.errors(th, d[1])])))
-        best = min(fits, key=loss)
-        host = float(np.exp(best[H.NAMES.index("staging")]))
-        eff = 1 / (1 + float(np.exp(best[H.NAMES.index("staged inflation")])))
-        shm = wrap(
-            lambda t=t, h=host: H.allreduce_data("shm", t, t.gpus(), big, np.ones_like(big), "shm", host=h)
+        free = ("staging", "staged inflation")
+        fits = [H.fit(start, free, fit_on, steps=300) for start in (theta, with_host(theta, 28.0, 0.75))]
+        value = lambda th: (
+            float(np.exp(th[H.NAMES.index("staging")])),
+            1 / (1 + float(np.exp(th[H.NAMES.index("staged inflation")]))),
         )
+        for th in fits:
+            H.log(
+                f"  start gave H {value(th)[0] / GB:.1f} GB/s, e {value(th)[1]:.3f}: {H.stats(errors(th, fit_on))}"
+            )
+        best = min(fits, key=lambda th: float(np.mean(np.abs(errors(th, fit_on)))))
+        host, eff = value(best)
+        shm = H.allreduce_data("shm", t, t.gpus(), big, np.ones_like(big), "shm", host=host, classify=cls)
         predicted = shm.bandwidth(H.predict(best, shm)) / GB
         rows.append(
             (
                 label,
                 f"{host / GB:.1f} GB/s / {eff:.3f}",
-                H.stats(np.r_[H.errors(best, fit_on[0]), H.errors(best, fit_on[1])]),
-                H.stats(np.r_[H.errors(best, again[0]), H.errors(best, again[1])]),
+                H.stats(errors(best, fit_on)),
+                H.stats(errors(best, again)),
                 f"{predicted[big == 2**20][0]:.2f} / {predicted[big == 2**23][0]:.2f} / {predicted[-1]:.2f}",
             )
         )
