@@ -168,9 +168,11 @@ def fit(
         jax.numpy_dtype_promotion("standard"),
     ):  # optax.adam fails under strict promotion
         params = jax.tree.map(jnp.asarray, params)
-        if not any(e.kind != "collective" and not np.all(e.staged) for e in experiments):
+        copies = [e for e in experiments if e.kind != "collective"]
+        if copies and all(np.all(e.staged) for e in copies):
             # without a direct copy, the staging efficiency and the link figures enter staged copies
             # only as a product: hold the efficiency at 1 rather than let it trade against the links
+            # (without any copy it is not touched: a collectives-only stage keeps the copies' value)
             freeze = _with(freeze, "log_staged_inefficiency")
             params = eqx.tree_at(lambda p: p.log_staged_inefficiency, params, jnp.asarray(np.log(1e-9)))
         mask = np.zeros(ravel_pytree(params)[0].shape[0], bool)

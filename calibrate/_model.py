@@ -77,15 +77,19 @@ class Spec:
         cls,
         topo: Topology,
         *,
+        staged: Topology | None = None,
         regimes: Sequence[str] | None = None,
         classify: Callable[[Topology, str], str] = link_class,
     ) -> Spec:
-        """The link classes found in `topo` (first-seen order), its shared resources, and its software
-        model's regimes (default LL and Simple)."""
-        classes = tuple(dict.fromkeys(classify(topo, link.id) for link in topo.links))
+        """The link classes found in `topo` and then `staged` (its P2P-off twin, whose socket links are
+        class "socket-host"), in first-seen order, their shared resources, and `topo`'s software model's
+        regimes (default LL and Simple)."""
+        topos = (topo,) if staged is None else (topo, staged)
+        classes = tuple(dict.fromkeys(classify(t, link.id) for t in topos for link in t.links))
+        shared = tuple(dict.fromkeys(r.id for t in topos for r in t.shared))
         if regimes is None:
             regimes = tuple(r.name for r in topo.software.regimes) if topo.software else ("LL", "Simple")
-        return cls(classes, tuple(r.id for r in topo.shared), tuple(regimes), classify)
+        return cls(classes, shared, tuple(regimes), classify)
 
 
 class Params(eqx.Module):
@@ -157,9 +161,10 @@ class Params(eqx.Module):
         )
 
     @classmethod
-    def from_topology(cls, spec: Spec, topo: Topology) -> Params:
-        """The values a topology carries: link figures (mean per class), shared capacities, software."""
-        return cls.from_values(spec, initial_values(spec, topo))
+    def from_topology(cls, spec: Spec, *topos: Topology) -> Params:
+        """The values topologies carry (e.g. a machine and its P2P-off twin): link figures (mean per
+        class), shared capacities, the first one's software."""
+        return cls.from_values(spec, initial_values(spec, *topos))
 
     def to_values(self, spec: Spec) -> dict:
         """SI values, JSON-able: link classes, shared resources, regimes, launch, copy overheads."""
@@ -195,9 +200,9 @@ def software(spec: Spec, params: Params) -> CollectiveCosts:
     )
 
 
-def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | None = None) -> dict:
-    """Starting values: what `topo` carries (link figures as the mean per class, shared capacities, its
-    software model), else LL/Simple regimes as in NCCL.
+def initial_values(spec: Spec, *topos: Topology, launch: float | None = None) -> dict:
+    """Starting values: what `topos` carry (link figures as the mean per class, shared capacities, the
+    first one's software model), else LL/Simple regimes as in NCCL.
 
     LL: 50 % payload efficiency (a 4-byte flag in every 8-byte store), ~1 us per step; Simple:
     ~98 % efficiency, ~5 us per step, handing over at 16 KiB per step. `launch` (s per collective)
@@ -205,7 +210,7 @@ def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | 
     per-step overheads.
     """
     per_class: dict[str, list] = {c: [] for c in spec.link_classes}
-    if topo is not None:
+    for topo in topos:
         for link in topo.links:
             c = spec.classify(topo, link.id)
             if c in per_class:
@@ -218,9 +223,9 @@ def initial_values(spec: Spec, topo: Topology | None = None, *, launch: float | 
         }
         for c, v in per_class.items()
     }
-    have = {} if topo is None else {r.id: r.capacity for r in topo.shared}
+    have = {r.id: r.capacity for topo in reversed(topos) for r in topo.shared}
     shared = {s: float(have.get(s, 25e9)) for s in spec.shared}
-    costs = None if topo is None else topo.software
+    costs = topos[0].software if topos else None
     if costs is not None and tuple(r.name for r in costs.regimes) == tuple(spec.regimes):
         values = costs.to_dict()
     else:
@@ -338,7 +343,7 @@ def _layout(spec: Spec, topo: Topology) -> tuple[np.ndarray, np.ndarray]:
         if name not in index:
             raise ScenarioError(
                 f"link {link.id!r}: class {name!r} is not in the spec's link classes "
-                f"{list(spec.link_classes)}"
+                f"{list(spec.link_classes)} (a P2P-off twin's classes: Spec.for_topology(topo, staged=...))"
             )
         classes.append(index[name])
     shared = [spec.shared.index(r.id) if r.id in spec.shared else -1 for r in topo.shared]

@@ -57,8 +57,8 @@ def _predict(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     traces = read_traces(args.traces)
-    spec = Spec.for_topology(topo)
-    params = Params.from_topology(spec, topo)
+    spec = Spec.for_topology(topo, staged=staged)
+    params = Params.from_topology(spec, topo, staged)
     experiments, notes = [], []
     for trace in traces:
         experiments += experiments_from_trace(trace, spec, topo, staged=staged, routes=args.p2p, notes=notes)

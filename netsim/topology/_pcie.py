@@ -17,14 +17,18 @@ default, `HostStaged`, goes to the DRAM of the source's NUMA node and back out, 
 (`route(a, b) == route(a, mem) + route(mem, b)`), as cudaMemcpy does between GPUs without P2P.
 
 Shared resources (`build_server(..., shared=True)`, or `pcie_shared(topo)`): one duplex budget per
-socket-to-socket cable and one host-memory budget per GPU, measured on m01 (see `socket_duplex`,
-`staging_engines`).
+socket-to-socket cable for P2P copies (none with p2p=False) and one host-memory budget per GPU, measured
+on m01 (see `socket_duplex`, `staging_engines`).
 
 Default figures, per direction (B/s), from netsim/data/traces/:
     pcie_bandwidth   25.8 GB/s  m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt: RTX 4090 P2P writes
                                 between GPUs of one socket (PCIe Gen4 x16), mean 25.79 (25.51-26.01)
     socket_bandwidth 21.9 GB/s  same file, GPUs on different sockets, mean 21.95 (20.57-22.53); one
                                 inter-socket link, so concurrent cross-socket flows share it
+    host_socket_bandwidth 126 GB/s  the same link for host-memory traffic, in P2P-off topologies (class
+                                "socket-host"): a 2 x EPYC 7002 server joins its sockets with four x16
+                                fabric links, 4 x 31.5 GB/s at the PCIe 4.0 rate; m01's P2P=Disabled copies
+                                do not slow down between sockets (docs/heldout.md), so it never binds there
     memory_bandwidth 204.8 GB/s per socket: m01_8x4090_2xEPYC7542_topo.txt lists 8 x DDR4-3200 per socket
                                 (8 channels x 25.6 GB/s), split evenly over its NUMA nodes
     numa_bandwidth   204.8 GB/s NUMA node <-> socket fabric (assumed: the DRAM figure; no trace)
@@ -44,6 +48,7 @@ from ._topology import Path, Topology, cable, link_class
 GB = 1e9
 PCIE = 25.8 * GB
 SOCKET = 21.9 * GB
+HOST_SOCKET = 4 * 31.5 * GB
 MEMORY = 204.8 * GB
 NUMA = 204.8 * GB
 NVLINK = 275.0 / 12 * GB
@@ -138,6 +143,7 @@ def build_server(
     p2p: bool = True,
     pcie_bandwidth=PCIE,
     socket_bandwidth=SOCKET,
+    host_socket_bandwidth=HOST_SOCKET,
     memory_bandwidth=MEMORY,
     numa_bandwidth=NUMA,
     nvlink_bandwidth=NVLINK,
@@ -155,7 +161,9 @@ def build_server(
         plan: the server's shape.
         p2p: peer-to-peer DMA allowed; False sends device-to-device copies by `transport`.
         pcie_bandwidth: every PCIe link (device, switch, host bridge) per direction.
-        socket_bandwidth: the link between two sockets per direction (sockets are fully connected).
+        socket_bandwidth: the link between two sockets per direction (sockets are fully connected), as
+            P2P copies see it.
+        host_socket_bandwidth: the same link with p2p=False, where only host-memory traffic crosses it.
         memory_bandwidth: DRAM per socket per direction, split evenly over its NUMA nodes.
         numa_bandwidth: NUMA node <-> socket fabric, when a socket has several NUMA nodes.
         nvlink_bandwidth: per NVLink per direction (a bridge of n links gets n times this).
@@ -169,7 +177,12 @@ def build_server(
     if not isinstance(shared, bool):
         raise ScenarioError(f"shared: expected True or False, got {shared!r}")
     pcie = (bandwidth(pcie_bandwidth, "pcie_bandwidth"), latency(pcie_latency, "pcie_latency"))
-    sock = (bandwidth(socket_bandwidth, "socket_bandwidth"), latency(socket_latency, "socket_latency"))
+    sock = (
+        bandwidth(socket_bandwidth, "socket_bandwidth")
+        if p2p
+        else bandwidth(host_socket_bandwidth, "host_socket_bandwidth"),
+        latency(socket_latency, "socket_latency"),
+    )
     per_socket = plan.numa // plan.sockets
     mem = bandwidth(memory_bandwidth, "memory_bandwidth") / per_socket
     nvl = (bandwidth(nvlink_bandwidth, "nvlink_bandwidth"), latency(nvlink_latency, "nvlink_latency"))
@@ -234,7 +247,10 @@ STAGING_SHARE = 0.90
 
 def socket_duplex(topo: Topology, share: float = DUPLEX_SHARE) -> tuple[SharedResource, ...]:
     """One shared resource per socket-to-socket cable, joining its two directions, of `share` times
-    their summed bandwidth (ids "socket0<->socket1")."""
+    their summed bandwidth (ids "socket0<->socket1").
+
+    It is a limit of P2P copies between sockets (class "socket"); a topology with P2P off has none:
+    its host-memory traffic does not reach the socket fabric's two-way rate."""
     seen, out = set(), []
     for link in topo.links:
         if link_class(topo, link.id) != "socket" or (link.dst, link.src) in seen:

@@ -441,14 +441,18 @@ class Topology:
 
 
 def link_class(topo: Topology, link_id: str) -> str:
-    """The class of a link from its end nodes' kinds: pcie, numa, socket, memory, nvlink, or "a-b".
+    """The class of a link from its end nodes' kinds: pcie, numa, socket, socket-host, memory, nvlink,
+    or "a-b".
 
     Calibration fits one bandwidth and latency per class; a calibration file sets every link of a class.
+    A link between sockets is "socket" where devices copy peer to peer, and "socket-host" in a topology
+    with P2P off (`PcieRouter.p2p` False): there only host-memory traffic crosses it, and that runs at
+    the socket fabric's rate, not at the rate of P2P copies between sockets (m01: docs/heldout.md).
     """
     link = topo.link[link_id]
     ends = frozenset((topo.kind[link.src], topo.kind[link.dst]))
-    if ends == {"socket"} or ends == {"cpu"}:
-        return "socket"  # between sockets (a one-NUMA socket's hub is its cpu node)
+    if ends == {"socket"} or ends == {"cpu"}:  # between sockets (a one-NUMA socket's hub is its cpu node)
+        return "socket" if getattr(topo.router, "p2p", True) else "socket-host"
     if "mem" in ends:
         return "memory"
     if ends == {"cpu", "socket"}:

@@ -197,8 +197,10 @@ def test_alpha_beta_fit_recovers_exact_model():
 def test_experiments_from_real_traces():
     """Routes and flags of the m01 tables (host side, no simulation)."""
     topo, staged = load("rtx4090-8x-epyc7542"), load("rtx4090-8x-epyc7542", p2p=False)
-    spec = Spec.for_topology(topo)
-    assert set(spec.link_classes) == {"memory", "numa", "socket", "pcie"} and len(spec.shared) == 9
+    spec = Spec.for_topology(topo, staged=staged)
+    # the P2P-off twin's socket link carries host traffic only: a class of its own, and no duplex budget
+    assert set(spec.link_classes) == {"memory", "numa", "socket", "socket-host", "pcie"}
+    assert len(spec.shared) == 9 and [r.id for r in staged.shared] == [f"gpu{i} staging" for i in range(8)]
     off = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt"))
     exps = experiments_from_trace(off, spec, topo, staged=staged)
     # connectivity is 0 everywhere (stock driver): even the "P2P=Enabled" matrices are host-staged
@@ -227,13 +229,13 @@ def test_staged_efficiency_slows_staged_copies_only_and_is_held_without_direct_c
     """Host-staged copies carry bytes / staged efficiency (cudaMemcpy's staging pipeline); direct copies
     do not. With only staged copies the efficiency trades against the links, so `fit` holds it at 1."""
     topo, staged = load("rtx4090-8x-epyc7542"), load("rtx4090-8x-epyc7542", p2p=False)
-    spec = Spec.for_topology(topo)
+    spec = Spec.for_topology(topo, staged=staged)
     on = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))
     exps = {
         e.name: e for e in experiments_from_trace(on, spec, topo, staged=staged, kinds=("unidirectional",))
     }
     uni_off, uni_on = (next(e for n, e in exps.items() if k in n) for k in ("P2P off", "P2P on"))
-    values = initial_values(spec, topo)
+    values = initial_values(spec, topo, staged)
     at = lambda e: Params.from_values(spec, values | {"staged_efficiency": e})
     off_1, off_half = (np.asarray(predict(at(e), uni_off)["makespan"]) for e in (0.999, 0.5))
     on_1, on_half = (np.asarray(predict(at(e), uni_on)["makespan"]) for e in (0.999, 0.5))
@@ -242,6 +244,16 @@ def test_staged_efficiency_slows_staged_copies_only_and_is_held_without_direct_c
     np.testing.assert_allclose(ratio, 0.999 / 0.5, rtol=0.02)  # latency terms are < 1 % of a 40 MB copy
     res = fit(at(0.5), [uni_off], steps=2, learning_rate=0.02, progress=None)
     assert float(np.exp(-np.exp(res.params.log_staged_inefficiency))) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_collectives_only_fit_keeps_the_copies_staged_efficiency():
+    """`calibrate`'s second stage fits the software on collectives alone: it must leave the staged
+    efficiency the copies fitted in the first stage (it once reset it to 1)."""
+    topo, spec = tiny()
+    exp = collective_experiment(spec, topo, "all_reduce", ["g0", "g1"], [1e6, 4e6], [1e-4, 3e-4])
+    start = Params.from_values(spec, initial_values(spec, topo) | {"staged_efficiency": 0.8})
+    res = fit(start, [exp], steps=1, progress=None)
+    assert float(np.exp(-np.exp(res.params.log_staged_inefficiency))) == pytest.approx(0.8, rel=1e-12)
 
 
 def test_presets_load_and_cite_their_traces():

@@ -73,7 +73,7 @@ def test_calibrated_topology_simulates_as_predict(predicted, point):
 def test_tables_of_another_machine_are_refused():
     a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
     notes = []
-    exps = experiments_from_trace(M05, Spec.for_topology(a40), a40, staged=off, notes=notes)
+    exps = experiments_from_trace(M05, Spec.for_topology(a40, staged=off), a40, staged=off, notes=notes)
     assert [e.name.split(" ", 1)[1] for e in exps] == [
         "all_reduce x2",
         "all_reduce x4 P2P off",
@@ -107,7 +107,7 @@ def test_calibrate_refuses_the_dgx_table(tmp_path, capsys):
 
 def test_nccl_p2p_disable_and_visible_devices_are_honoured():
     a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
-    spec = Spec.for_topology(a40)
+    spec = Spec.for_topology(a40, staged=off)
     memory = lambda exp: {link_class(a40, h) == "memory" for c in exp.compiled for r in c.routes for h in r}
     pair, sys4, node = experiments_from_trace(M05, spec, a40, staged=off)
     # :22 runs over the NVLink pair with P2P on; :42 (GPUs 1, 2, NCCL_P2P_DISABLE=1) is host-staged

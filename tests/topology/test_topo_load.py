@@ -124,7 +124,11 @@ def test_load_a_calibrated_preset_and_its_p2p_off_twin():
     off = load("rtx4090-8x-epyc7542", p2p=False)
     assert any(link_class(off, x) == "memory" for x in off.route("gpu0", "gpu1"))
     assert not any(link_class(topo, x) == "memory" for x in topo.route("gpu0", "gpu1"))
-    assert [x.id for x in off.links] == [x.id for x in topo.links] and off.shared == topo.shared
+    assert [x.id for x in off.links] == [x.id for x in topo.links]
+    # with P2P off only host traffic crosses the socket link: its own class and figure, no duplex budget
+    assert off.shared == topo.shared[1:] and topo.shared[0].id == "socket0<->socket1"
+    cross = [x for x in off.route("gpu0", "gpu7") if link_class(off, x) == "socket-host"]
+    assert cross and all(off.link[x].bandwidth == values["link_classes"]["socket-host"]["bandwidth"] for x in cross)
     assert preset("rtx4090-8x-epyc7542").software is None  # the preset itself keeps builder figures
     assert load("titanrtx-8x-lambda").router.p2p is False  # a machine without P2P stays so
     assert load("mi300x").shared == ()  # not a PCIe server
