@@ -401,8 +401,13 @@ def m01():
     log("m01: fit the per-GPU host budget and the staging pipeline's efficiency on the P2P-off matrices")
     # along e x H the loss is nearly flat: two starts (as netsim.calibrate does), keep the better
     second = theta.copy()
-    second[NAMES.index("staging")], second[NAMES.index("staged inflation")] = np.log(28 * GB), np.log(1 / 0.75 - 1)
-    fits = [fit(start, ("staging", "staged inflation"), [off_uni, off_bi], steps=300) for start in (theta, second)]
+    second[NAMES.index("staging")], second[NAMES.index("staged inflation")] = (
+        np.log(28 * GB),
+        np.log(1 / 0.75 - 1),
+    )
+    fits = [
+        fit(start, ("staging", "staged inflation"), [off_uni, off_bi], steps=300) for start in (theta, second)
+    ]
     theta = min(fits, key=lambda th: float(np.mean(np.r_[errors(th, off_uni), errors(th, off_bi)] ** 2)))
     plain_off = netsim.topology.preset("rtx4090-8x-epyc7542", p2p=False)
     base = [

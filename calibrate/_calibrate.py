@@ -296,15 +296,19 @@ def calibrate(
     params = start or Params.from_values(spec, initial_values(spec, *both, launch=launch))
     copies = [e for e in experiments if e.kind != "collective"]
     colls = [e for e in experiments if e.kind == "collective"]
-    results = []
-    if copies and colls:
-        starts = _starts(spec, params, copies)
+
+    def best(stage: str, fitted: list[Experiment], hold: Freeze) -> FitResult:
+        """The fit of `fitted` from each start (`_starts`) with the lowest loss."""
+        starts = _starts(spec, params, fitted)
+        fits = []
         for k, start in enumerate(starts):
             if progress:
-                which = f", start {k + 1} of {len(starts)}" if len(starts) > 1 else ""
-                progress(f"stage 1/2: fabric on copies ({len(copies)} tables{which})")
-            tried = fit(start, copies, freeze=freeze, **fit_kwargs)
-            first = tried if k == 0 or tried.loss < first.loss else first
+                progress(stage + (f", start {k + 1} of {len(starts)}" if len(starts) > 1 else ""))
+            fits.append(fit(start, fitted, freeze=hold, **fit_kwargs))
+        return min(fits, key=lambda r: r.loss)
+
+    if copies and colls:
+        first = best(f"stage 1/2: fabric on copies ({len(copies)} tables)", copies, freeze)
         fabric = {"log_bandwidth": True, "log_latency": True, "log_shared": True}
         if progress:
             progress(f"stage 2/2: software on collectives ({len(colls)} tables)")
@@ -313,11 +317,6 @@ def calibrate(
         # the second stage moves no parameter that a copy depends on: the first stage's times stand
         report = FitReport(first.report(copies).experiments + second.report(colls).experiments)
     else:
-        fits = []
-        for k, start in enumerate(_starts(spec, params, experiments)):
-            if progress and k:
-                progress(f"start {k + 1}: staged efficiency {STAGED_START}")
-            fits.append(fit(start, experiments, freeze=freeze, **fit_kwargs))
-        results = [min(fits, key=lambda r: r.loss)]
+        results = [best(f"fit on {len(experiments)} tables", experiments, freeze)]
         report = results[0].report(experiments)
     return Calibration(spec, results[-1].params, tuple(results), report, tuple(t.source for t in traces))

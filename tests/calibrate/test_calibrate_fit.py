@@ -256,6 +256,27 @@ def test_a_collectives_only_fit_keeps_the_copies_staged_efficiency():
     assert float(np.exp(-np.exp(res.params.log_staged_inefficiency))) == pytest.approx(0.8, rel=1e-12)
 
 
+def test_staged_and_direct_copies_get_a_second_start_along_e_times_h():
+    """Along e x H (staging efficiency x host budget) the loss is nearly flat: `calibrate` also starts at
+    e = STAGED_START with every host budget raised to keep e x H, only when both kinds of copy are fitted."""
+    from netsim.calibrate._calibrate import STAGED_START, _starts
+
+    topo, staged = load("rtx4090-8x-epyc7542"), load("rtx4090-8x-epyc7542", p2p=False)
+    spec = Spec.for_topology(topo, staged=staged)
+    on = read_trace(trace_path("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"))
+    exps = experiments_from_trace(on, spec, topo, staged=staged, kinds=("unidirectional",))
+    params = Params.from_topology(spec, topo, staged)
+    first, second = _starts(spec, params, exps)
+    eff = lambda p: float(np.exp(-np.exp(p.log_staged_inefficiency)))
+    assert first is params and eff(second) == pytest.approx(STAGED_START) and eff(first) > STAGED_START
+    host = np.array([s.endswith(" staging") for s in spec.shared])
+    np.testing.assert_allclose(
+        eff(first) * np.exp(first.log_shared[host]), eff(second) * np.exp(second.log_shared[host])
+    )
+    np.testing.assert_array_equal(first.log_shared[~host], second.log_shared[~host])
+    assert len(_starts(spec, params, [e for e in exps if "P2P on" in e.name])) == 1  # no staged copy
+
+
 def test_presets_load_and_cite_their_traces():
     topo, spec, params = presets.load("rtx4090-8x-epyc7542")
     assert topo.name == "rtx4090-8x-epyc7542" and len(params.log_shared) == len(spec.shared)

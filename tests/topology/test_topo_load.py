@@ -128,7 +128,9 @@ def test_load_a_calibrated_preset_and_its_p2p_off_twin():
     # with P2P off only host traffic crosses the socket link: its own class and figure, no duplex budget
     assert off.shared == topo.shared[1:] and topo.shared[0].id == "socket0<->socket1"
     cross = [x for x in off.route("gpu0", "gpu7") if link_class(off, x) == "socket-host"]
-    assert cross and all(off.link[x].bandwidth == values["link_classes"]["socket-host"]["bandwidth"] for x in cross)
+    assert cross and all(
+        off.link[x].bandwidth == values["link_classes"]["socket-host"]["bandwidth"] for x in cross
+    )
     assert preset("rtx4090-8x-epyc7542").software is None  # the preset itself keeps builder figures
     assert load("titanrtx-8x-lambda").router.p2p is False  # a machine without P2P stays so
     assert load("mi300x").shared == ()  # not a PCIe server
