@@ -1,8 +1,9 @@
 """How bytes really move between two GPUs of a PCIe server, per transport, as plain scenario pieces.
 
-Each builder takes a PCIe `Topology` (built with p2p=True, so that `topo.route(a, b)` is the direct
-path) and returns routes, `SharedResource`s or a whole `Scenario`: the engine and calibration use them
-unchanged. Nothing here fits anything; capacities are arguments.
+Each builder takes a PCIe `Topology` and returns routes, `SharedResource`s or a whole `Scenario`: the
+engine and calibration use them unchanged. `p2p_scenario` needs the topology built with p2p=True (so
+that `topo.route(a, b)` is the direct path); the host-memory builders route through memory themselves
+and take either, best the P2P-off twin (see below). Nothing here fits anything; capacities are arguments.
 
 Transports (see docs/heldout.md for the measurements behind each choice):
 
@@ -17,10 +18,13 @@ Transports (see docs/heldout.md for the measurements behind each choice):
   route that moves its bytes at the staging pipeline's efficiency (`CollectiveCosts.staged_efficiency`,
   here bytes / efficiency), through both GPUs' host budgets. Measured on m01 (p2pBandwidthLatencyTest,
   P2P=Disabled): one copy 19.5 GB/s (efficiency x the 25.8 GB/s PCIe path), a copy each way at once
-  ~10.5 GB/s each (efficiency x half the host budget). With cross-socket copies capped by the socket
-  link's P2P figure the fit gives efficiency 0.90 and a budget of 22.7 GB/s; without that cap, 0.77 and
-  27.2 (benchmarks/heldout_socket.py). Two dependent, non-overlapped halves would give at most
-  25.8 / 2 = 12.9 GB/s one way.
+  ~10.5 GB/s each (efficiency x half the host budget): efficiency 0.77, budget 27.2 GB/s
+  (benchmarks/heldout.py). Two dependent, non-overlapped halves would give at most 25.8 / 2 = 12.9 GB/s
+  one way.
+- Host traffic between sockets is not held to the socket link's P2P figure: m01's P2P=Disabled copies
+  are no slower across sockets than within one. Build on the P2P-off twin
+  (`netsim.topology.preset(name, p2p=False)`), whose socket links are class "socket-host" at the socket
+  fabric's figure, for staged and SHM scenarios.
 - NCCL's SHM transport with P2P off (`shm_scenario`): the sender's kernel stores into a host buffer
   that NCCL allocates on the receiver's side (NCCL_SHM_LOCALITY defaults to the receiver, src/transport/
   shm.cc) and the receiver's kernel loads from it, slot by slot (NCCL_STEPS slots per connection), so

