@@ -542,7 +542,7 @@ def m08(theta_m01):
             np.r_[errors(theta, on[0]), errors(theta, on[1])] if k == 0 else [],
             errors(host_m01, off[k]),
             errors(host_m01, plain[k]),
-            "host side from m01 (H / PCIe, e); baseline: plain (NV pairs over NVLink)",
+            "host side from m01 (H / PCIe, e); baseline: plain P2P-off preset",
             off[k].labels,
         )
     log("m08: fit P2P-off matrices (PCIe, host budget), predict P2P-on (socket and its duplex budget: start)")

@@ -12,7 +12,7 @@ Routing follows the PCIe tree (the unique path; NVLink bridges join GPU pairs di
 bridges, switches, NUMA nodes and sockets only: devices and memory forward nothing. The path kinds of
 `nvidia-smi topo -m` fall out of the tree: PIX (one switch), PXB (several switches), PHB (a host bridge),
 NODE (two host bridges of one NUMA node), SYS (NUMA nodes or sockets), NV# (NVLink). With p2p=False a
-copy between two devices that are not NVLink-bridged takes the route of the server's `transport`; the
+copy between two devices, NVLink-bridged or not, takes the route of the server's `transport`; the
 default, `HostStaged`, goes to the DRAM of the source's NUMA node and back out, crossing the memory links
 (`route(a, b) == route(a, mem) + route(mem, b)`), as cudaMemcpy does between GPUs without P2P.
 
@@ -92,7 +92,7 @@ class Transport(Protocol):
     """
 
     def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
-        """Link ids of the copy from device src to device dst (not NVLink-bridged)."""
+        """Link ids of the copy from device src to device dst (NVLink-bridged or not)."""
         ...
 
 
@@ -111,8 +111,9 @@ class PcieRouter:
 
     Attributes:
         p2p: True when devices may DMA to each other directly (peer-to-peer).
-        nvlink: NVLink link id -> number of NVLinks bonded in it (P2P over an NVLink bridge works even
-            when PCIe P2P is off).
+        nvlink: NVLink link id -> number of NVLinks bonded in it (`path_kind`'s NV#). With P2P off an
+            NVLink-bridged pair takes the transport's route too: P2P off (NCCL_P2P_DISABLE, a
+            P2P=Disabled copy) turns off P2P over NVLink as well as over PCIe.
         home: device -> the memory node of its NUMA node, where host-staged copies land.
         transport: the route of a device-to-device copy when p2p is off (default `HostStaged`).
     """
@@ -125,8 +126,6 @@ class PcieRouter:
     def route(self, topo: Topology, src: str, dst: str) -> Path:
         direct = transit_route(topo, src, dst, TRANSIT)
         if self.p2p or topo.kind[src] not in DEVICES or topo.kind[dst] not in DEVICES:
-            return direct
-        if all(lid in self.nvlink for lid in direct):
             return direct
         return tuple(self.transport.route(topo, self, src, dst))
 

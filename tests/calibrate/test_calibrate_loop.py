@@ -16,6 +16,7 @@ from netsim.workloads import allreduce
 
 M01_AR = str(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
 M05 = read_trace(trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt"))
+M08 = read_trace(trace_path("m08_4xA100PCIe_nvlinkpairs_p2p.txt"))
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +118,23 @@ def test_nccl_p2p_disable_and_visible_devices_are_honoured():
     # forced on, every table takes direct routes
     forced = experiments_from_trace(M05, spec, a40, staged=off, routes="on")
     assert all(memory(e) == {False} for e in forced)
+
+
+def test_p2p_off_copies_between_nvlink_pairs_are_host_staged():
+    """m08's P2P=Disabled copies between NVLink-bridged GPUs go through host memory; they once ran over
+    NVLink in the P2P-off twin, 20x too fast (217 / 422 % max error after the fit)."""
+    a100, off = load("a100-pcie-4x-nvlink-pairs"), load("a100-pcie-4x-nvlink-pairs", p2p=False)
+    spec = Spec.for_topology(a100, staged=off)
+    exps = experiments_from_trace(M08, spec, a100, staged=off, kinds=("unidirectional", "bidirectional"))
+    over_nvlink = lambda e: {link_class(a100, h) == "nvlink" for c in e.compiled for r in c.routes for h in r}
+    for e in exps:
+        if "P2P off" in e.name:
+            assert over_nvlink(e) == {False} and np.all(e.staged)
+        else:  # P2P=Enabled: the bridged pairs over NVLink, the others (connectivity 0) host-staged
+            assert over_nvlink(e) == {True, False}
+    (bid,) = [e for e in exps if "bidirectional P2P off" in e.name]
+    ratio = bid.measured / np.asarray(predict(Params.from_topology(spec, a100, off), bid)["makespan"])
+    assert np.all((ratio > 0.5) & (ratio < 2)), ratio  # at the preset's figures, before any fit
 
 
 def test_calibrate_file_predict_loop(tmp_path, capsys):

@@ -59,13 +59,16 @@ def test_p2p_off_copies_are_staged_through_the_source_numa_memory(gpus_per_switc
     assert_valid_routes(off)
 
 
-def test_nvlink_bridges_are_used_and_bypass_staging():
+def test_nvlink_bridges_carry_p2p_and_p2p_off_stages_every_pair():
     on = pcie_server(4, sockets=1, nvlink_pairs=12)
     off = pcie_server(4, sockets=1, nvlink_pairs=12, p2p=False)
+    assert on.route("gpu0", "gpu1") == ("gpu0->gpu1",)
     for topo in (on, off):
-        assert topo.route("gpu0", "gpu1") == ("gpu0->gpu1",) and path_kind(topo, "gpu0", "gpu1") == "NV12"
+        assert path_kind(topo, "gpu0", "gpu1") == "NV12"  # the hardware's kind, whatever the P2P mode
         assert topo.link["gpu0->gpu1"].bandwidth == pytest.approx(275.0e9)  # m08: NV12 P2P writes
-    assert "mem0" in node_path(off, off.route("gpu0", "gpu2"))
+    # P2P off turns off P2P over NVLink too (NCCL_P2P_DISABLE, P2P=Disabled copies): host-staged
+    for b in ("gpu1", "gpu2"):
+        assert "mem0" in node_path(off, off.route("gpu0", b)) and "gpu0->gpu1" not in off.route("gpu0", b)
     assert "gpu1" not in node_path(on, on.route("gpu0", "gpu3"))  # GPUs forward nothing
 
 
