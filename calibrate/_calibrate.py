@@ -110,7 +110,8 @@ def experiments_from_trace(
         kinds: which experiment kinds to take.
         p2p: take only P2P=Enabled (True) or P2P=Disabled (False) matrices; None takes both.
         routes: "auto": P2P as the trace says (NCCL_P2P_DISABLE or NCCL_P2P_LEVEL on a table's command
-            line, P2P=Disabled matrix titles, the connectivity matrix, "P2P not available" notes);
+            line, P2P=Disabled matrix titles, the connectivity matrix, "P2P not available" notes; a
+            P2P-off collective with NCCL_SHM_DISABLE=1 ran over NCCL's network transport: refused);
             "on" or "off": every table as if P2P were on (direct routes) or off (`staged` routes).
         notes: a list to append what was refused or left out to (one line each).
     """
@@ -140,6 +141,12 @@ def experiments_from_trace(
             direct = {"on": True, "off": False}.get(routes, t.p2p if t.p2p is not None else not no_p2p)
             if not direct and staged is None:
                 say(f"{where}: P2P off, but no P2P-off topology was given: not simulated")
+                continue
+            if not direct and t.shm is False:
+                say(
+                    f"{where}: P2P off and NCCL_SHM_DISABLE=1: NCCL falls back to its network transport, "
+                    "which netsim does not model: not simulated"
+                )
                 continue
             times = t.column("time", group)
             keep = t.usable[:, t.groups.index(group)] & np.isfinite(times) & (times > 0)

@@ -120,6 +120,24 @@ def test_nccl_p2p_disable_and_visible_devices_are_honoured():
     assert all(memory(e) == {False} for e in forced)
 
 
+def test_p2p_and_shm_both_off_is_refused(tmp_path):
+    """NCCL_P2P_DISABLE=1 with NCCL_SHM_DISABLE=1 runs over NCCL's network transport, which is not
+    modelled: the table is refused with a note, the others are kept."""
+    text = trace_path("m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt").read_text()
+    text = text.replace(
+        "CUDA_VISIBLE_DEVICES=1,2 NCCL_P2P_DISABLE=1",
+        "CUDA_VISIBLE_DEVICES=1,2 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1",
+    )
+    (tmp_path / "m05.txt").write_text(text)
+    a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
+    notes = []
+    exps = experiments_from_trace(
+        read_trace(tmp_path / "m05.txt"), Spec.for_topology(a40, staged=off), a40, staged=off, notes=notes
+    )
+    assert [e.name.split(" ", 1)[1] for e in exps] == ["all_reduce x2", "all_reduce x4 P2P off"]
+    assert any(":42: P2P off and NCCL_SHM_DISABLE=1" in n and "not simulated" in n for n in notes)
+
+
 def test_p2p_off_copies_between_nvlink_pairs_are_host_staged():
     """m08's P2P=Disabled copies between NVLink-bridged GPUs go through host memory; they once ran over
     NVLink in the P2P-off twin, 20x too fast (217 / 422 % max error after the fit)."""
