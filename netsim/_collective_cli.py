@@ -9,6 +9,7 @@ back with `netsim.calibrate.read_trace`. Every size is simulated in one batched 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
 import math
 import os
@@ -118,8 +119,6 @@ def scale_links(topo, scales: list[tuple[str, float]]):
     resource (a cable's two-way budget, a staging engine) is scaled with its links when all of them
     match the same pattern, or when its id matches it. A pattern that matches nothing is an error.
     """
-    import dataclasses
-
     from ._scenario import ScenarioError
     from .topology import link_class
 
@@ -232,6 +231,12 @@ def register(subparsers) -> None:
         help="also search ring orders (netsim.studies.search_rings at the largest size) and print the best",
     )
     p.add_argument("--json", metavar="OUT", help="also write the table (SI units) as JSON")
+    p.add_argument(
+        "--scenario",
+        metavar="OUT",
+        help="also write the scenario of the largest size as JSON (links, shared resources, flows with "
+        "the machine's software costs), for `netsim run` or a sweep spec",
+    )
     p.add_argument("--plot", metavar="PNG", help="also plot busbw over size (needs matplotlib)")
     p.set_defaults(handler=_collective)
 
@@ -242,7 +247,12 @@ def _collective(args: argparse.Namespace) -> int:
 
     inputs = {"--topology": args.topology} if os.path.isfile(args.topology) else {}
     check_outputs(
-        inputs, {"--json": (args.json, (".json",)), "--plot": (args.plot, (".png", ".pdf", ".svg"))}
+        inputs,
+        {
+            "--json": (args.json, (".json",)),
+            "--scenario": (args.scenario, (".json",)),
+            "--plot": (args.plot, (".png", ".pdf", ".svg")),
+        },
     )
     try:
         sizes = size_list(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
@@ -303,6 +313,18 @@ def _collective(args: argparse.Namespace) -> int:
 
         write_atomic(args.json, to_json(to_record(args, topo, ranks, algo, table, rows, search), indent=1))
         print(f"# wrote {args.json}")
+    if args.scenario:
+        scenario = collective.scenario(topo)  # at the largest size, as the table's last row
+        scenario = dataclasses.replace(
+            scenario,
+            name=f"{args.op} {rows[-1][0]} B on {topo.name}",
+            description=f"netsim collective {args.op} on {args.topology}, {n} ranks, {algo}; "
+            + (", ".join(notes) or "no --scale"),
+        )
+        scenario.save(args.scenario)
+        print(
+            f"# wrote {args.scenario} ({args.op} at {rows[-1][0]} B: netsim run or a sweep spec's scenario)"
+        )
     if args.plot:
         from .plots import plot_busbw
 

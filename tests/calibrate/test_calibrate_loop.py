@@ -71,6 +71,32 @@ def test_calibrated_topology_simulates_as_predict(predicted, point):
     assert run.ok.all() and run["makespan"][point] == pytest.approx(got, rel=1e-9)
 
 
+def test_a_calibration_file_drives_netsim_run_and_netsim_sweep(predicted, tmp_path, capsys):
+    """m01.json -> `netsim collective --scenario` -> `netsim run` and `netsim sweep`: the same makespan as
+    the collective's table and as `netsim predict` (P2P on), and a sweep point per size scale."""
+    params_file, data, _ = predicted
+    point = data["tables"][0]["points"][-1]  # 128 MiB
+    size = f"{int(point['bytes'])}"
+    scenario, run, swept = tmp_path / "s.json", tmp_path / "r.json", tmp_path / "s.h5"
+    args = ["collective", "all_reduce", "-t", str(params_file), "-b", size, "-e", size]
+    assert main([*args, "--json", str(tmp_path / "t.json"), "--scenario", str(scenario)]) == 0
+    table = json.loads((tmp_path / "t.json").read_text())["rows"][-1]["time"]
+    assert table == pytest.approx(point["simulated_s"], rel=1e-9)
+    assert main(["run", str(scenario), "--out", str(run)]) == 0
+    result = json.loads(run.read_text())
+    assert result["makespan"] == pytest.approx(table, rel=1e-9)
+    assert {r["id"] for r in result["shared"]} >= {"socket0<->socket1", "gpu0 staging"}
+    spec = tmp_path / "sweep.json"
+    spec.write_text(
+        json.dumps({"scenario": "s.json", "axes": [{"name": "k", "kind": "bytes", "scale": [0.5, 1]}]})
+    )
+    assert main(["sweep", str(spec), "--out", str(swept)]) == 0
+    from netsim.sweep import load as load_sweep
+
+    assert load_sweep(swept).grid("makespan")[1] == pytest.approx(table, rel=1e-9)
+    capsys.readouterr()
+
+
 def test_tables_of_another_machine_are_refused():
     a40, off = load("a40-8x-nv4"), load("a40-8x-nv4", p2p=False)
     notes = []
