@@ -316,6 +316,9 @@ def from_calibration(
     links = []
     for link in topo.links:
         c = link_class(topo, link.id)
+        if c == "socket-host" and c not in classes:
+            links.append(link)  # a file from before the class existed: the builder's figure
+            continue
         if c not in classes:
             raise ScenarioError(f"{where}: link_classes: no entry for class {c!r} (link {link.id!r})")
         entry = classes[c]

@@ -136,6 +136,20 @@ def test_load_a_calibrated_preset_and_its_p2p_off_twin():
     assert load("mi300x").shared == ()  # not a PCIe server
 
 
+def test_a_calibration_file_without_socket_host_keeps_the_builder_figure(tmp_path):
+    """Files written before the socket-host class existed still load with P2P off."""
+    values = json.loads(json.dumps(CALIBRATED["rtx4090-8x-epyc7542"]))
+    del values["link_classes"]["socket-host"]
+    f = tmp_path / "old.json"
+    f.write_text(json.dumps(values))
+    off = load(f, p2p=False)
+    cross = [x for x in off.links if link_class(off, x.id) == "socket-host"]
+    assert cross and all(
+        x.bandwidth == preset("rtx4090-8x-epyc7542", p2p=False).link[x.id].bandwidth for x in cross
+    )
+    assert off.link["gpu0->rc0"].bandwidth == values["link_classes"]["pcie"]["bandwidth"]
+
+
 def test_load_files_and_errors(tmp_path):
     f = tmp_path / "m01.json"
     f.write_text(json.dumps(CALIBRATED["rtx4090-8x-epyc7542"]))
