@@ -176,15 +176,16 @@ def experiments_from_trace(
                 direct = np.zeros_like(direct)
             elif routes == "on":
                 direct = np.ones_like(direct)
-            if staged is None and not direct[~np.eye(t.n, dtype=bool)].all():
+            cells = direct[~np.eye(t.n, dtype=bool)]
+            if staged is None and not cells.all():
                 say(f"{where}: {t.title.strip()}: host-staged copies, but no P2P-off topology was given")
                 continue
             route = lambda i, j, d=direct: (topo if d[i, j] else staged).route(gpus[i], gpus[j])
             mode = "P2P on" if t.p2p else "P2P off"
             # every copy host-staged: the P2P-off twin's link classes (its socket links carry host traffic)
-            host = staged if staged is not None and not direct[~np.eye(t.n, dtype=bool)].any() else topo
+            laid_on = topo if cells.any() else staged
             out.append(
-                p2p_experiment(spec, host, t.kind, t.values, name=f"{where} {t.kind} {mode}", route=route)
+                p2p_experiment(spec, laid_on, t.kind, t.values, name=f"{where} {t.kind} {mode}", route=route)
             )
     return out
 
