@@ -1,0 +1,82 @@
+"""Ring algorithms: ReduceScatter, AllGather and AllReduce around each channel's ring, and Broadcast and
+Reduce along it as a chain."""
+
+from __future__ import annotations
+
+from ._builder import Builder, Schedule
+
+
+def _ring(phases: str) -> Schedule:
+    """Ring ReduceScatter ("r"), AllGather ("g") or AllReduce ("rg") on every channel's ring order.
+
+    Ring position i sends to i + 1 at every step. At reduce step s, position i sends (its partial sum of)
+    the block owned by position i - s - 1, so after n - 1 steps position i holds its own block fully
+    reduced; at gather step s it sends the complete block owned by position i - s. Dependency rule:
+    send(step s, chunk c, position i) waits for the step s - 1 receive of chunk c at position i (the
+    flow sent by position i - 1 at step s - 1, or its reduction task), and for send(s, c - 1, i).
+    The receive at step s - 1 carries exactly the block sent at step s, so this is the data dependency.
+    """
+
+    def schedule(b: Builder) -> tuple[int, int]:
+        n = b.n
+        steps = [("reduce", s + 1) for s in range(n - 1) if "r" in phases]
+        steps += [("copy", s) for s in range(n - 1) if "g" in phases]
+        part = b.size / (n * b.channels * b.chunks)
+        for k in range(b.channels):
+            ring = b.order(k)
+            for c in range(b.chunks):
+                ready: list[str | None] = [None] * n  # position -> ready id of its last receive of chunk c
+                for s, (op, offset) in enumerate(steps):
+                    received: list[str | None] = [None] * n
+                    for i in range(n):
+                        _, received[(i + 1) % n] = b.send(
+                            k,
+                            c,
+                            f"s{s}/p{i}",
+                            ring[i],
+                            ring[(i + 1) % n],
+                            part,
+                            (ready[i],),
+                            blocks=(ring[(i - offset) % n],),
+                            step=s,
+                            op=op,
+                        )
+                    ready = received
+        return n, len(steps)
+
+    return schedule
+
+
+def _chain(kind: str) -> Schedule:
+    """Broadcast or Reduce along each channel's ring, as a chain of n - 1 hops.
+
+    Broadcast: the chain starts at the root (the ring rotated to put the root first); Reduce: it ends
+    at the root (the root last). Dependency rule: hop h's send of chunk c waits for hop h - 1's receive
+    of chunk c at the same node (or its reduction task), and for hop h's send of chunk c - 1: the
+    chunks pipeline, n - 2 + C steps of one chunk each on an ideal chain.
+    """
+    op = "copy" if kind == "broadcast" else "reduce"
+
+    def schedule(b: Builder) -> tuple[int, int]:
+        part = b.size / (b.channels * b.chunks)
+        for k in range(b.channels):
+            ring = b.order(k)
+            at = ring.index(b.root)
+            shift = at if kind == "broadcast" else at + 1
+            chain = ring[shift:] + ring[:shift]
+            for c in range(b.chunks):
+                ready = None
+                for h in range(b.n - 1):
+                    _, ready = b.send(
+                        k, c, f"h{h}", chain[h], chain[h + 1], part, (ready,), blocks=(0,), step=h, op=op
+                    )
+        return 1, b.n - 1
+
+    return schedule
+
+
+allreduce = _ring("rg")
+reducescatter = _ring("r")
+allgather = _ring("g")
+broadcast = _chain("broadcast")
+reduce = _chain("reduce")
