@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 
 import jax
@@ -12,6 +11,7 @@ from . import kernels
 from ._cache import executable
 from ._compile import Compiled, compile_scenario
 from ._errors import SimulationError, check_status, check_tolerance
+from ._progress import Progress
 from ._result import Result
 from ._scenario import Scenario
 from ._units import format_quantity
@@ -71,41 +71,38 @@ def _resume(
     return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
 
-class Progress:
-    """Runs a simulation in slices of about SLICE seconds and prints a line on stderr between them, the first
-    after AFTER s: no host callback inside the engine, so JAX's disk cache keeps the compiled slice."""
+#: progress runs (`simulate(progress=True)`): slices of about SLICE_SECONDS of engine time, the first of
+#: FIRST_SLICE events; a line on stderr every PROGRESS_EVERY s from PROGRESS_AFTER s on (short runs stay quiet)
+FIRST_SLICE = 4096
+SLICE_SECONDS = 1.0  # a sync costs ~0.1 ms, negligible at this length
+PROGRESS_AFTER = 5.0
+PROGRESS_EVERY = 5.0
 
-    AFTER = 5.0  # s: short runs stay quiet
-    EVERY = 5.0
-    SLICE = 1.0  # s of engine time per slice: a sync costs ~0.1 ms, negligible at this length
-    FIRST = 4096  # events in the first slice
 
-    @classmethod
-    def run(cls, compiled: Compiled, bound: int, record: int, tolerance: float) -> kernels.SimState:
-        network, program = compiled.network, compiled.program
-        started = last = time.perf_counter()
-        state, events, size = _initial(network, program, record), 0, cls.FIRST
+def _run_reporting(compiled: Compiled, bound: int, record: int, tolerance: float) -> kernels.SimState:
+    """Runs a simulation in slices and reports progress between them: no host callback inside the
+    engine, so JAX's disk cache keeps the compiled slice."""
+    network, program = compiled.network, compiled.program
+    items = compiled.n_flows + compiled.n_tasks
+    bar = Progress("netsim", "events", after=PROGRESS_AFTER, every=PROGRESS_EVERY)
+    state, size = _initial(network, program, record), FIRST_SLICE
+    try:
         while True:
             t0 = time.perf_counter()
-            until = np.int32(min(events + size, bound))
+            until = np.int32(min(bar.done + size, bound))
             state = _resume(network, program, state, until, bound, record, tolerance)
-            events, done = int(state.events), bool(np.all(jax.device_get(state.done)))
-            if done or events >= bound or int(state.status) != Status.OK:
+            events, done = int(state.events), jax.device_get(state.done)
+            if bool(np.all(done)) or events >= bound or int(state.status) != Status.OK:
                 return state
             took = time.perf_counter() - t0
-            size = max(64, int(size * min(4.0, cls.SLICE / max(took, 1e-3))))
-            now = time.perf_counter()
-            if now - started >= cls.AFTER and now - last >= cls.EVERY:
-                last, wall = now, now - started
-                items = compiled.n_flows + compiled.n_tasks
-                finished = int(np.sum(jax.device_get(state.done)[:items]))
-                print(
-                    f"netsim: {events} events ({events / wall:.0f}/s), simulated time "
-                    f"{format_quantity(float(state.time), 'time')}, {finished} of {items} items done, "
-                    f"{wall:.0f} s",
-                    file=sys.stderr,
-                    flush=True,
-                )
+            size = max(64, int(size * min(4.0, SLICE_SECONDS / max(took, 1e-3))))
+            simulated = format_quantity(float(state.time), "time")
+            bar.update(
+                events - bar.done,
+                f"simulated time {simulated}, {int(np.sum(done[:items]))} of {items} items done",
+            )
+    finally:
+        bar.close()
 
 
 def simulate(
@@ -132,7 +129,7 @@ def simulate(
             mode that merges the events inside each window (see `netsim.kernels.run`; errors measured in
             benchmarks/RESULTS.md). `Result.merged` counts the events it folded.
         progress: print progress lines (events, simulated time, items done) on stderr when the run
-            takes longer than 5 s (`netsim run` does): the run goes in slices of about a second (`Progress`).
+            takes longer than 5 s (`netsim run` does): the run goes in slices of about a second.
 
     Raises:
         ScenarioError: bad input, naming the field and value.
@@ -146,7 +143,7 @@ def simulate(
     t0 = time.perf_counter()
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
         if progress:
-            state = jax.device_get(Progress.run(compiled, bound, bound if record else 0, tolerance))
+            state = jax.device_get(_run_reporting(compiled, bound, bound if record else 0, tolerance))
         else:
             state = jax.device_get(
                 _run(compiled.network, compiled.program, bound, bound if record else 0, tolerance)

@@ -25,6 +25,7 @@ import numpy as np
 from .. import kernels
 from .._batch import run_batch
 from .._compile import Compiled, Shape, compile_scenario
+from .._progress import Progress
 from .._scenario import Scenario, ScenarioError
 from ..kernels import Network, Program, Status
 from ._axes import (
@@ -37,7 +38,6 @@ from ._axes import (
     format_bytes,
     match_ids,
 )
-from ._progress import Progress
 from ._result import SweepResult, load
 from ._store import FORMAT, VERSION, check_out_path, chunk_rows, open_store
 
@@ -320,6 +320,8 @@ class Sweep:
                 done = np.asarray(multihost_utils.broadcast_one_to_all(done.astype(np.int32))).astype(bool)
             chunks = [chunk_rows(int(c), size, plan.n_points) for c in range(n_chunks)]
             bar = Progress(
+                "sweep",
+                "points",
                 plan.n_points,
                 sum(r.stop - r.start for r, d in zip(chunks, done, strict=True) if d),
                 enabled=progress and lead,

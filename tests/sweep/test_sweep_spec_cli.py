@@ -2,7 +2,6 @@
 progress line, and the plots (drawn from real sweeps, saved as PNGs)."""
 
 import argparse
-import io
 import json
 import sys
 
@@ -13,7 +12,6 @@ from sweep_cases import CHUNK, diamond, grid_sweep
 import netsim
 from netsim import _sweep_cli, plots
 from netsim.sweep import SweepError, load, sweep_from_dict
-from netsim.sweep._progress import Progress
 
 CALLBACK = """
 import dataclasses
@@ -149,17 +147,6 @@ def test_a_failing_callback_names_its_axis(tmp_path):
         SweepError, match=r"axis 'slow': build\(scenario, 4\) raised ValueError: factor 4 is too large"
     ):
         load_spec(spec).plan()
-
-
-def test_progress_line_counts_rate_and_eta():
-    stream = io.StringIO()
-    bar = Progress(100, done=20, stream=stream, every=0.0)
-    bar.t0 -= 2.0  # 2 s in, 30 new points: 15 points/s, 50 left: ETA ~3 s
-    bar.update(30)
-    line = stream.getvalue()
-    assert "50/100 points ( 50.0%)" in line and "points/s" in line and "ETA 0:00:0" in line
-    rate = float(line.split("points/s")[0].split()[-1])
-    assert 10 < rate < 16
 
 
 @pytest.fixture(scope="module")
