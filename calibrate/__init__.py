@@ -24,7 +24,6 @@ from ._fit import alpha_beta_fit as alpha_beta_fit
 from ._fit import compare as compare
 from ._fit import evaluate as evaluate
 from ._fit import fit as fit
-from ._fit import format_bytes as format_bytes
 from ._fit import free_indices as free_indices
 from ._fit import plot_fit as plot_fit
 from ._fit import report as report

@@ -23,6 +23,7 @@ from jax.flatten_util import ravel_pytree
 
 from netsim import BatchRun, ScenarioError, SimulationError
 from netsim._checks import count, number
+from netsim._units import format_bytes
 
 from ._model import Experiment, ExperimentBatch, Params, experiment_batches, simulate_experiments
 from ._model import times as simulated_times
@@ -36,7 +37,6 @@ __all__ = [
     "descend",
     "evaluate",
     "fit",
-    "format_bytes",
     "free_indices",
     "plot_fit",
     "report",
@@ -385,15 +385,6 @@ def compare(experiments: Sequence[Experiment], simulated: Sequence[np.ndarray]) 
             quantity = "busbw" if exp.kind == "collective" else "bandwidth"
             out.append(ExperimentReport(exp.name, exp.kind, quantity, exp.labels, moved / m, moved / t))
     return FitReport(tuple(out))
-
-
-def format_bytes(n: float) -> str:
-    """8 -> "8 B", 4096 -> "4 KiB", 3 * 2**20 -> "3 MiB" (one decimal where not whole)."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f} {unit}" if v == round(v) else f"{v:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 def plot_fit(

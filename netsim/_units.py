@@ -89,3 +89,12 @@ def format_quantity(value: float, kind: str) -> str:
             return f"{value:.4g} {unit}B{suffix}"
         value /= base
     raise AssertionError("unreachable")
+
+
+def format_bytes(n: float) -> str:
+    """A byte count as sizes are written: binary (4 MiB, 8 KiB) when a whole number of its largest binary
+    unit, else decimal (1 MB, 1.573 MB; see `format_quantity`)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}" if float(n / scale).is_integer() else format_quantity(n, "bytes")
+    return format_quantity(n, "bytes")

@@ -245,7 +245,6 @@ def test_calibrate_names():
         "compare",
         "alpha_beta_fit",
         "plot_fit",
-        "format_bytes",
         "calibrate",
         "Calibration",  # fitting
         "fit_jobs",  # job traffic models (netsim.calibrate.jobs)
@@ -265,7 +264,7 @@ def test_sweep_and_data_names():
         "ScenarioAxis",
         "SweepError",
         "SweepResult",
-        "load",
+        "load_result",
         "load_spec",
         "sweep_from_dict",
     }

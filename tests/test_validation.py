@@ -203,6 +203,25 @@ def test_units_and_round_trip(tmp_path):
     assert json.loads((tmp_path / "s.json").read_text())["links"][0]["bandwidth"] == 12.5e9
 
 
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (8, "8 B"),
+        (4096, "4 KiB"),
+        (3 * 2**20, "3 MiB"),
+        (2**31, "2 GiB"),
+        (1e6, "1 MB"),
+        (1.5 * 2**20, "1.573 MB"),
+    ],
+)
+def test_format_bytes_reads_back(n, text):
+    from netsim._units import format_bytes, parse_quantity
+
+    assert format_bytes(n) == text  # binary only when whole, so the text reads back as the size
+    assert parse_quantity(text, "bytes", "size") == pytest.approx(n, rel=5e-4)
+
+
 def test_errors_come_before_tracing(monkeypatch):
     # A bad scenario must fail on the host: the jitted engine is never reached.
     import netsim._simulate as sim

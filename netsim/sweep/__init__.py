@@ -15,7 +15,7 @@ from ._axes import ScenarioAxis as ScenarioAxis
 from ._axes import SweepError as SweepError
 from ._result import AxisData as AxisData
 from ._result import SweepResult as SweepResult
-from ._result import load as load
+from ._result import load_result as load_result
 from ._spec import load_spec as load_spec
 from ._spec import sweep_from_dict as sweep_from_dict
 from ._sweep import Sweep as Sweep

@@ -24,22 +24,11 @@ import numpy as np
 from .._errors import NetsimError, ScenarioError
 from .._routing import LinkGraph
 from .._scenario import Scenario
+from .._units import format_bytes, format_quantity
 
 
 class SweepError(NetsimError, ValueError):
     """Bad sweep input; the message names the offending field and value."""
-
-
-def format_bytes(n: float) -> str:
-    """A byte count with its unit: binary (4 MiB) when a whole number of its largest binary unit, else decimal."""
-    from .._units import format_quantity
-
-    unit, scale = next(
-        ((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if n >= s), ("B", 1)
-    )
-    if scale > 1 and float(n / scale).is_integer():
-        return f"{n / scale:g} {unit}"
-    return format_quantity(n, "bytes")
 
 
 def _pattern_tuple(patterns: str | Sequence[str], where: str) -> tuple[str, ...]:
@@ -154,8 +143,6 @@ class ArrayAxis(Axis):
         return 0 if self.sampled else len(self.values)
 
     def labels(self) -> list[str]:
-        from .._units import format_quantity
-
         if self.is_scale:
             return [f"x{v:g}" for v in self.values]
         if self.unit == "bytes":

@@ -224,7 +224,7 @@ _UNITS = {
 _EXTRA_DIMS = {"flow_finish": ("flow",), "link_bytes": ("link",), "link_utilization": ("link",)}
 
 
-def load(path: str | os.PathLike) -> SweepResult:
+def load_result(path: str | os.PathLike) -> SweepResult:
     """Reads a sweep results file (complete or interrupted) written by Sweep.run / `netsim sweep`.
 
     Rows of a chunk that fails its checksum (a damaged or altered file) read as NOT_RUN, with a note

@@ -185,7 +185,7 @@ def open_store(
         if found.get("version") != VERSION:
             raise SweepError(
                 f"{path}: written by another netsim (sweep file version {found.get('version')}, "
-                f"this one writes {VERSION}); netsim.sweep.load() reads it, but to resume the "
+                f"this one writes {VERSION}); netsim.sweep.load_result() reads it, but to resume the "
                 "sweep rerun it with --overwrite (overwrite=True) or another --out"
             )
         size = found.get("chunk_size")

@@ -27,6 +27,7 @@ from .._batch import run_batch
 from .._compile import Compiled, Shape, compile_scenario
 from .._progress import Progress
 from .._scenario import Scenario, ScenarioError
+from .._units import format_bytes
 from ..kernels import Network, Program, Status
 from ._axes import (
     ArrayAxis,
@@ -35,10 +36,9 @@ from ._axes import (
     MessageSize,
     ScenarioAxis,
     SweepError,
-    format_bytes,
     match_ids,
 )
-from ._result import SweepResult, load
+from ._result import SweepResult, load_result
 from ._store import FORMAT, VERSION, check_out_path, chunk_rows, open_store
 
 OUTPUTS = ("flow_finish", "link_bytes", "link_utilization")
@@ -343,7 +343,7 @@ class Sweep:
             return None
         if out is None:
             return SweepResult.from_parts(store.meta, store.columns, _layout(self, plan)[1])
-        return load(out)
+        return load_result(out)
 
 
 def _build(base: Scenario, scen_axes: list[Axis], combo: tuple[int, ...]) -> Scenario:

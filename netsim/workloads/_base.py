@@ -80,13 +80,6 @@ class Workload:
         waited = {a for x in self.flows + self.tasks for a in x.after}
         return tuple(i for i in self.ids if i not in waited)
 
-    def then(self, other: Workload) -> Workload:
-        """`other` starts only after all of this workload has finished (its roots wait on our sinks)."""
-        sinks = self.sinks()
-        roots = set(other.roots())
-        extend = lambda x: dataclasses.replace(x, after=x.after + sinks) if x.id in roots else x
-        return self + Workload([extend(f) for f in other.flows], [extend(t) for t in other.tasks], other.name)
-
     def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
         """A scenario on `fabric`'s links and shared resources (a Topology's `shared`, if any); flows
         without a route take `fabric.route(src, dst)`."""

@@ -37,20 +37,8 @@ from ._import import RankProgram
 
 __all__ = ["ChakraNode", "ChakraTrace", "read_chakra"]
 
-#: NodeType (et_def.proto)
-NODE_TYPES = {
-    0: "INVALID_NODE",
-    1: "METADATA_NODE",
-    2: "MEM_LOAD_NODE",
-    3: "MEM_STORE_NODE",
-    4: "COMP_NODE",
-    5: "COMM_SEND_NODE",
-    6: "COMM_RECV_NODE",
-    7: "COMM_COLL_NODE",
-    8: "STORAGE_NODE",
-    9: "BATCH_NODE",
-    10: "CHECKPOINT_NODE",
-}
+#: the NodeType values (et_def.proto) that take time or carry bytes; the others (0 INVALID, 1 METADATA,
+#: 2-3 MEM_LOAD/STORE, 8 STORAGE, 9 BATCH, 10 CHECKPOINT) pass their dependencies through
 COMP, SEND, RECV, COLL = 4, 5, 6, 7
 #: CollectiveCommType (et_def.proto) -> netsim collective kind; None: a barrier (no bytes)
 COMM_TYPES = {

@@ -91,9 +91,9 @@ def test_a_calibration_file_drives_netsim_run_and_netsim_sweep(predicted, tmp_pa
         json.dumps({"scenario": "s.json", "axes": [{"name": "k", "kind": "bytes", "scale": [0.5, 1]}]})
     )
     assert main(["sweep", str(spec), "--out", str(swept)]) == 0
-    from netsim.sweep import load as load_sweep
+    from netsim.sweep import load_result
 
-    assert load_sweep(swept).grid("makespan")[1] == pytest.approx(table, rel=1e-9)
+    assert load_result(swept).grid("makespan")[1] == pytest.approx(table, rel=1e-9)
     capsys.readouterr()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from sweep_cases import CHUNK, columns, grid_sweep, scenario_sweep
 
-from netsim.sweep import load
+from netsim.sweep import load_result
 
 HERE = Path(__file__).resolve().parent
 PRELUDE = "import jax; jax.config.update('jax_enable_x64', True); import sys, sweep_cases; "
@@ -39,7 +39,7 @@ def test_four_local_devices_match_one(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ran on 4 devices" in proc.stdout
-    _assert_same(load(path), scenario_sweep().run(progress=False))
+    _assert_same(load_result(path), scenario_sweep().run(progress=False))
 
 
 def test_two_processes_match_one(tmp_path):
@@ -47,7 +47,7 @@ def test_two_processes_match_one(tmp_path):
     for i, (p, out, err) in enumerate(_two_processes(path)):
         assert p.returncode == 0, f"process {i}: {err[-3000:]}"
         assert f"process {i} done" in out
-    _assert_same(load(path), grid_sweep().run(progress=False, chunk_size=CHUNK))
+    _assert_same(load_result(path), grid_sweep().run(progress=False, chunk_size=CHUNK))
 
 
 def test_two_processes_stop_when_process_0_cannot_open_the_file(tmp_path):

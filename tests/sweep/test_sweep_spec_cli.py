@@ -11,7 +11,7 @@ from sweep_cases import CHUNK, diamond, grid_sweep
 
 import netsim
 from netsim import _sweep_cli, plots
-from netsim.sweep import SweepError, load, sweep_from_dict
+from netsim.sweep import SweepError, load_result, sweep_from_dict
 
 CALLBACK = """
 import dataclasses
@@ -109,7 +109,7 @@ def test_cli_runs_resumes_and_plots(tmp_path, capsys):
     # sizes and bandwidths read with units (the best point has the smaller message, the faster links)
     best = next(line for line in text.out.splitlines() if line.startswith("best"))
     assert "f1=1 MiB" in best and "slow=1" in best and " GB/s" in best
-    assert png.stat().st_size > 10_000 and load(out).complete
+    assert png.stat().st_size > 10_000 and load_result(out).complete
     assert args.handler(args) == 0  # all chunks done: resuming runs nothing and reports the same
     assert "8 points: 8 finished" in capsys.readouterr().out
     other = parser.parse_args(["sweep", str(spec), "--out", str(out), "--samples", "4"])

@@ -13,7 +13,7 @@ import pytest
 from sweep_cases import CHUNK, columns, grid_sweep
 
 from netsim import Status
-from netsim.sweep import LinkBandwidth, SweepError, load
+from netsim.sweep import LinkBandwidth, SweepError, load_result
 from netsim.sweep._store import COLUMNS, checksum
 
 HERE = Path(__file__).resolve().parent
@@ -45,7 +45,7 @@ def test_resume_after_exception(tmp_path, uninterrupted):
 
     with pytest.raises(Stop):
         grid_sweep().run(path, chunk_size=CHUNK, progress=False, on_chunk=stop_after_two)
-    partial = load(path)
+    partial = load_result(path)
     assert not partial.complete
     np.testing.assert_array_equal(partial.status[: 2 * CHUNK], 0)  # chunks 0 and 1 are stored
     np.testing.assert_array_equal(partial.status[2 * CHUNK :], Status.NOT_RUN)  # the rest reads as not run
@@ -74,7 +74,7 @@ def test_resume_after_sigkill(tmp_path, uninterrupted):
         cwd=HERE,
     )  # not the repo root, whose netsim/ shadows the install
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
-    partial = load(path)  # the killed writer left a readable file
+    partial = load_result(path)  # the killed writer left a readable file
     np.testing.assert_array_equal(partial.status[: 3 * CHUNK], 0)
     np.testing.assert_array_equal(partial.status[3 * CHUNK :], Status.NOT_RUN)
     ran = []
@@ -149,7 +149,7 @@ def test_damaged_chunk_is_recomputed_not_trusted(tmp_path, uninterrupted, capsys
             raw.seek(offset)
             raw.write(rng.bytes(n))
     capsys.readouterr()
-    damaged = load(path)  # read: the chunk's rows are shown as not run, not as garbage
+    damaged = load_result(path)  # read: the chunk's rows are shown as not run, not as garbage
     assert "chunk 2 (rows 10-14) does not match its checksum" in capsys.readouterr().err
     np.testing.assert_array_equal(damaged.status[10:15], Status.NOT_RUN)
     assert np.all(np.isnan(damaged.makespan[10:15])) and not damaged.complete
@@ -179,7 +179,7 @@ def test_a_sweep_in_use_is_reported(tmp_path):
         with pytest.raises(SweepError, match="in use by another sweep"):
             grid_sweep().run(path, progress=False)
         with pytest.raises(SweepError, match="in use by another sweep"):
-            load(path)
+            load_result(path)
     finally:
         hold.kill()
         hold.wait()
@@ -204,7 +204,7 @@ def test_version_1_files_are_read_but_not_resumed(tmp_path):
         f.attrs["version"] = 1
         f["status"][20:] = -1
         del f["chunk_checksum"]
-    old = load(path)
+    old = load_result(path)
     np.testing.assert_array_equal(old.status[20:], Status.NOT_RUN)
     assert old.reasons(20) == ["not run yet"] and old.reasons(0) == []
     with pytest.raises(SweepError, match=r"sweep file version 1.*--overwrite"):

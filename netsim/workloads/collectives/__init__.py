@@ -32,13 +32,24 @@ from collections.abc import Mapping, Sequence
 from ..._checks import quantity as quantity
 from . import _alltoall, _halving_doubling, _ring, _tree
 from ._builder import Schedule, build
-from ._collective import SLOTS as SLOTS
-from ._collective import Collective as Collective
-from ._collective import Transfer as Transfer
-from ._collective import bus_factor as bus_factor
-from ._tree import btree_parents as btree_parents
-from ._tree import double_tree_parents as double_tree_parents
-from ._tree import tree_depths as tree_depths
+from ._collective import SLOTS, Collective, Transfer, bus_factor
+from ._tree import btree_parents, double_tree_parents, tree_depths
+
+__all__ = [
+    "SLOTS",
+    "Collective",
+    "Transfer",
+    "allgather",
+    "allreduce",
+    "alltoall",
+    "broadcast",
+    "btree_parents",
+    "bus_factor",
+    "double_tree_parents",
+    "reduce",
+    "reducescatter",
+    "tree_depths",
+]
 
 #: each collective's algorithms by name, in the order `algorithm` errors list them
 _SCHEDULES: dict[str, dict[str, Schedule]] = {
