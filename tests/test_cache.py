@@ -41,7 +41,7 @@ def test_cached_engine_gives_the_same_bits_and_survives_damage(tmp_path):
     cache = tmp_path / "cache"
     first, err = run(tmp_path, cache)  # compiles and stores the engine
     files = sorted((cache / "executables").iterdir())
-    assert len(files) == 2, files  # the engine's start state and its slices (netsim._simulate.Progress)
+    assert len(files) == 2, files  # the engine's start state and its slices (netsim._simulate._run_reporting)
     stored = {f: (f.read_bytes(), f.stat().st_mtime_ns) for f in files}
     again, err = run(tmp_path, cache)  # loads them: not compiled, so not written again
     assert {f: f.stat().st_mtime_ns for f in files} == {f: t for f, (_, t) in stored.items()}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-# netsim.studies imports `quantity` from here
+# kept for netsim.studies, which imports `quantity` from here (its home is netsim._checks)
 from ..._checks import quantity as quantity
 from . import _alltoall, _halving_doubling, _ring, _tree
 from ._builder import Schedule, build
