@@ -6,12 +6,13 @@ import json
 
 import numpy as np
 import pytest
-from netsim.calibrate import Params, Spec, experiments_from_trace, predict, read_trace
+from netsim.calibrate import Params, Spec, experiments_from_trace, predict
 
 import netsim
 from netsim.cli import main
 from netsim.data import trace_path
 from netsim.topology import CALIBRATED, link_class, load, preset
+from netsim.traces import read_trace
 from netsim.workloads import allreduce
 
 M01_AR = str(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
