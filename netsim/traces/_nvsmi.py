@@ -23,7 +23,7 @@ _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d*_\d+)$")
 _TAILS = (("CPU", "Affinity"), ("NUMA", "Affinity"), ("GPU", "NUMA", "ID"))
 _AFFINITY = re.compile(r"^(\d+(-\d+)?)(,\d+(-\d+)?)*$")
 _LEGEND = re.compile(r"\s*#?\s*Legend:\s*$")
-_LEGEND_ENTRY = re.compile(r"\s*#?\s*(\S+\s*=.*)?$")  # "  X    = Self", or blank
+_LEGEND_ENTRY = re.compile(r"\s*#?(\s+\S+\s*=.*)?\s*$")  # "  X    = Self" (indented), or blank
 _NIC_LEGEND = re.compile(r"\s*#?\s*NIC Legend:")
 _NIC_ENTRY = re.compile(r"\s*#?\s*(?:(NIC\d+)\s*:\s*(\S+))?\s*$")  # "  NIC0: mlx5_0", or blank
 

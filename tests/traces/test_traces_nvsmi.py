@@ -2,7 +2,7 @@
 malformed input names its line."""
 
 import pytest
-from trace_helpers import trace, write
+from trace_helpers import OLD_NCCL_TESTS, trace, write
 
 from netsim import ScenarioError
 from netsim.traces import TraceError, parse_nvidia_smi_topo, read_trace
@@ -89,3 +89,10 @@ def test_garbage_in_a_trace_block_names_the_file_and_line(tmp_path):
     path = write(tmp_path, "t.txt", FULL.replace("GPU1\tPIX\t X \tPIX", "GPU1\tPIX\t X \t#@!"))
     with pytest.raises(TraceError, match=r"^t\.txt:4: unknown link kind '#@!'"):
         read_trace(path)
+
+
+def test_a_command_line_after_the_legend_is_not_part_of_it(tmp_path):
+    text = FULL.split("NIC Legend:")[0].rstrip() + "\nNCCL_P2P_DISABLE=1 ./build/all_reduce_perf -g 2\n"
+
+    (topo, table) = read_trace(write(tmp_path, "t.txt", text + OLD_NCCL_TESTS)).tables
+    assert topo.text.rstrip().endswith("single PCIe bridge") and table.p2p is False
