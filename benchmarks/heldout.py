@@ -22,11 +22,11 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.calibrate import read_trace
 from netsim.calibrate import transport as T
 
 import netsim
 from netsim.data import trace_path
+from netsim.traces import read_trace
 from netsim.workloads import allreduce
 
 GB = 1e9

@@ -1,6 +1,6 @@
 """Calibration: fitting a topology's parameters to measured traces by gradient descent through the simulator.
 
-    trace = read_trace("m01_..._allreduce_p2p_on.txt")      # every known table in the file
+    trace = netsim.traces.read_trace("m01_..._allreduce_p2p_on.txt")  # every known table in the file
     topo = netsim.topology.load("rtx4090-8x-epyc7542")      # with its shared resources
     cal = calibrate([trace, p2p_trace], topo, staged=netsim.topology.load("rtx4090-8x-epyc7542", p2p=False))
     print(cal.report.summary())
@@ -39,16 +39,4 @@ from ._model import p2p_experiment as p2p_experiment
 from ._model import predict as predict
 from ._model import simulate_experiments as simulate_experiments
 from ._model import software as software
-from ._store import load_trace as load_trace
-from ._store import save_trace as save_trace
-from ._traces import CsvTable as CsvTable
-from ._traces import NcclDevice as NcclDevice
-from ._traces import NcclTable as NcclTable
-from ._traces import P2PMatrix as P2PMatrix
-from ._traces import RocmMatrix as RocmMatrix
-from ._traces import RocmNuma as RocmNuma
-from ._traces import TopoTable as TopoTable
-from ._traces import Trace as Trace
-from ._traces import TraceError as TraceError
-from ._traces import read_trace as read_trace
 from .jobs import fit_jobs as fit_jobs

@@ -10,6 +10,7 @@ import numpy as np
 
 from netsim import ScenarioError
 from netsim.topology import Topology
+from netsim.traces import NcclTable, P2PMatrix, Trace
 
 from ._fit import FitReport, FitResult, Freeze, fit
 from ._model import (
@@ -21,7 +22,6 @@ from ._model import (
     initial_values,
     p2p_experiment,
 )
-from ._traces import NcclTable, P2PMatrix, Trace
 
 __all__ = ["Calibration", "calibrate", "experiments_from_trace", "ranks_of", "refusal"]
 
@@ -97,8 +97,8 @@ def experiments_from_trace(
     """Every table of `trace` that netsim can simulate on `topo`, as experiments.
 
     Tables measured on another machine, or on GPUs the topology lacks, are refused (see `refusal`);
-    only a collective's `usable` cells are taken. Each refusal and each left-out point is said in
-    `notes`, when given.
+    only a collective's `usable` cells are taken. Each refusal, each left-out point and each line the
+    reader skipped inside a table (`NcclTable.notes`) is said in `notes`, when given.
 
     Args:
         trace: from `read_trace` or `load_trace`.
@@ -130,6 +130,8 @@ def experiments_from_trace(
     for t in trace.tables:
         where = f"{trace.source}:{t.line}"
         if isinstance(t, NcclTable) and "collective" in kinds:
+            for note in t.notes:  # lines the reader skipped inside the table ("file:line: why")
+                say(note)
             if t.op not in COLLECTIVES:
                 say(f"{where}: {t.op or 'an unnamed'} table: no ring model (known: {', '.join(COLLECTIVES)})")
                 continue

@@ -38,10 +38,10 @@ from netsim import ScenarioError, Shape, SimulationError, compile_batch, kernels
 from netsim._checks import count, number
 from netsim.data import trace_path
 from netsim.topology._common import bandwidth
+from netsim.traces import read_trace
 from netsim.workloads import PATTERNS, Model
 
 from ._fit import _OPTIM, descend
-from ._traces import read_trace
 
 __all__ = [
     "DEEPSHARE_PATTERNS",

@@ -176,7 +176,7 @@ def write() -> None:
 
 
 def report() -> None:
-    from netsim.calibrate import read_trace
+    from netsim.traces import read_trace
 
     (spipe,) = read_trace(trace_path("train_spipe_expected.csv")).tables
     rows = [dict(zip(spipe.columns, r, strict=True)) for r in spipe.rows]

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         "calibrate",
         help="fit link, protocol and shared-resource parameters to measured traces",
         description="Reads nccl-tests tables and p2pBandwidthLatencyTest matrices (text, or HDF5 written by "
-        "netsim.calibrate.save_trace), fits the topology's parameters by gradient descent through "
+        "netsim.traces.save_trace), fits the topology's parameters by gradient descent through "
         "the simulator, and writes them as a calibration JSON that `netsim.topology.load` and "
         "`netsim predict --params` read (see docs/calibration.md).",
     )
@@ -52,39 +52,12 @@ def topology_entry(value: str) -> str | dict | None:
 def read_traces(paths):
     """Traces from text logs or HDF5 files, their measured values checked (TraceError naming the file
     and line): see `check_trace`."""
-    from netsim.calibrate import load_trace, read_trace
+    from netsim.traces import check_trace, load_trace, read_trace
 
     traces = [load_trace(t) if t.endswith((".h5", ".hdf5")) else read_trace(t) for t in paths]
     for trace in traces:
         check_trace(trace)
     return traces
-
-
-def check_trace(trace) -> None:
-    """Raises TraceError naming the file, line and cell of a measured value outside netsim's limits (see
-    `netsim._checks`): a copy bandwidth outside [1e-6, 1e30] B/s or a latency not in (0, 1e15) s; a
-    collective's usable time at or above 1e15 s or a size at or above 1e18 B. Such a value would overflow
-    the fit's loss (a 1e300 GB/s cell) rather than fit; unusable cells (N/A, wrong) are left to `usable`."""
-    import numpy as np
-
-    from netsim.calibrate import NcclTable, P2PMatrix, TraceError
-
-    from ._checks import quantity
-    from ._errors import ScenarioError
-
-    for t in trace.tables:
-        try:
-            if isinstance(t, P2PMatrix) and t.kind != "connectivity":
-                kind = "time" if t.kind == "latency" else "bandwidth"
-                for (i, j), v in np.ndenumerate(t.values):
-                    quantity(float(v), kind, f"{t.kind} matrix, cell [{i}, {j}]", positive=True)
-            elif isinstance(t, NcclTable):
-                for r, size in enumerate(t.size):
-                    quantity(float(size), "bytes", f"{t.op or 'nccl-tests'} table, row {r}: size")
-                for (r, g), v in np.ndenumerate(np.where(t.usable, t.time, 0.0)):
-                    quantity(float(v), "time", f"{t.op or 'nccl-tests'} table, row {r}, {t.groups[g]} time")
-        except ScenarioError as e:
-            raise TraceError(f"{trace.source}:{t.line}: {e}") from None
 
 
 def _calibrate(args: argparse.Namespace) -> int:

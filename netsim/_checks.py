@@ -157,6 +157,23 @@ def text(value: Any, field: str) -> str:
     return value
 
 
+def read_text(path: str | os.PathLike, *, errors: str = "strict") -> str:
+    """The text of the file at `path`: UTF-8, UTF-16 or UTF-32, with or without a byte-order mark (the one
+    decoding path of every netsim reader; the encoding is told as `json` tells it, from the first bytes).
+
+    errors: "strict" raises ScenarioError naming the file and the first undecodable byte; "replace" reads
+    such bytes as U+FFFD (logs that carry other tools' binary output).
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    encoding = json.detect_encoding(raw)
+    try:
+        return raw.decode(encoding, errors)
+    except UnicodeDecodeError as e:
+        name = encoding.removesuffix("-sig").upper()
+        raise ScenarioError(f"{os.fspath(path)}: not {name} text (byte {e.start}: {e.reason})") from None
+
+
 # --- output -------------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,7 @@
 
 The table has nccl-tests' columns and layout (size, count, type, redop, root, then time (us), algbw and
 busbw (GB/s) for out-of-place and in-place), so it diffs against a real `all_reduce_perf` run and reads
-back with `netsim.calibrate.read_trace`. Every size is simulated in one batched run
+back with `netsim.traces.read_trace`. Every size is simulated in one batched run
 (`netsim.studies.collective_sweep`).
 """
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._checks import identifier, identifiers, quantity, show, text, to_json, write_atomic
+from ._checks import identifier, identifiers, quantity, read_text, show, text, to_json, write_atomic
 from ._errors import ScenarioError
 
 __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"]
@@ -182,12 +182,9 @@ class Scenario:
             ScenarioError: the file is not JSON text, or names a bad field.
             OSError: the file cannot be read.
         """
-        with open(path, "rb") as f:
-            raw = f.read()
+        source = read_text(path)  # UTF-8, -16 or -32, BOM or not
         try:
-            data = json.loads(raw)  # bytes: json detects UTF-8 (BOM or not), UTF-16 and UTF-32
-        except UnicodeDecodeError as e:
-            raise ScenarioError(f"{os.fspath(path)}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+            data = json.loads(source)
         except RecursionError:
             raise ScenarioError(f"{os.fspath(path)}: not a scenario: JSON nested too deeply") from None
         except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits

@@ -8,7 +8,7 @@ import netsim.calibrate
 import netsim
 import netsim.data
 import netsim.sweep
-from netsim import kernels, studies, topology, workloads
+from netsim import kernels, studies, topology, traces, workloads
 
 
 def public(module) -> set[str]:
@@ -51,7 +51,7 @@ def test_top_level_names():
         "SimulationError",
         "check_status",  # one status, one error base
     }
-    assert {"kernels", "studies", "topology", "workloads"} <= set(dir(netsim))
+    assert {"kernels", "studies", "topology", "traces", "workloads"} <= set(dir(netsim))
 
 
 def test_kernel_names():
@@ -173,9 +173,7 @@ def test_topology_names():
         "build_server",
         "pcie_server",
         "pcie_server_from_topo",
-        "parse_nvidia_smi_topo",
         "server_plan",
-        "TopoMatrix",
         "path_kind",
         "PcieRouter",
         "Transport",
@@ -208,18 +206,6 @@ def test_topology_names():
 
 def test_calibrate_names():
     assert public(netsim.calibrate) == {
-        "read_trace",
-        "load_trace",
-        "save_trace",
-        "Trace",
-        "TraceError",
-        "NcclTable",
-        "NcclDevice",
-        "P2PMatrix",
-        "RocmMatrix",
-        "RocmNuma",
-        "TopoTable",
-        "CsvTable",  # traces
         "Spec",
         "Params",
         "initial_values",
@@ -250,6 +236,26 @@ def test_calibrate_names():
         "fit_jobs",  # job traffic models (netsim.calibrate.jobs)
     }
     assert submodules(netsim.calibrate) >= {"presets", "transport", "jobs"}
+
+
+def test_trace_names():
+    assert public(traces) == {
+        "read_trace",
+        "check_trace",
+        "load_trace",
+        "save_trace",
+        "Trace",
+        "TraceError",  # files
+        "NcclTable",
+        "NcclDevice",
+        "P2PMatrix",
+        "RocmMatrix",
+        "RocmNuma",
+        "TopoTable",
+        "CsvTable",  # tables
+        "parse_nvidia_smi_topo",
+        "TopoMatrix",  # the nvidia-smi parser netsim.topology builds PCIe servers from
+    }
 
 
 def test_sweep_and_data_names():

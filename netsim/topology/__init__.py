@@ -17,8 +17,6 @@ from ._mesh import chiplet_torus as chiplet_torus
 from ._mesh import mi250x as mi250x
 from ._mesh import mi250x_node as mi250x_node
 from ._mesh import mi300x as mi300x
-from ._nvsmi import TopoMatrix as TopoMatrix
-from ._nvsmi import parse_nvidia_smi_topo as parse_nvidia_smi_topo
 from ._nvsmi import pcie_server_from_topo as pcie_server_from_topo
 from ._nvsmi import server_plan as server_plan
 from ._pcie import HostStaged as HostStaged

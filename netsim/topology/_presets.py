@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._checks import quantity
+from .._checks import quantity, read_text, show
 from .._scenario import ScenarioError
 from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
@@ -254,8 +254,7 @@ def load(
         return base_topology(name, p2p=p2p, transport=transport)
     if not os.path.isfile(name):
         raise ScenarioError(f"topology: {name!r} is neither a preset ({', '.join(_BUILDERS)}) nor a file")
-    with open(name) as f:
-        text = f.read()
+    text = read_text(name)
     if text.lstrip().startswith("{"):
         try:
             values = json.loads(text)
@@ -272,28 +271,38 @@ def load(
 
 
 def base_topology(
-    entry: str | Mapping[str, Any], *, p2p: bool | None = None, transport: Transport | None = None
+    entry: str | Mapping[str, Any],
+    *,
+    p2p: bool | None = None,
+    transport: Transport | None = None,
+    where: str = "topology",
 ) -> Topology:
     """A calibration file's "topology" entry, built with builder figures: a preset name, or
-    {"nvidia_smi_topo": text, "name": ..., "device": ...}. PCIe servers get their shared resources."""
+    {"nvidia_smi_topo": text, "name": ..., "device": ...}. PCIe servers get their shared resources.
+    Errors name `where` (the file and key)."""
     pcie = ({"p2p": p2p} if p2p is not None else {}) | (
         {"transport": transport} if transport is not None else {}
     )
     if isinstance(entry, str):
         if entry not in _BUILDERS:
-            raise ScenarioError(f"topology: unknown preset {entry!r}; known: {', '.join(_BUILDERS)}")
+            raise ScenarioError(f"{where}: unknown preset {entry!r}; known: {', '.join(_BUILDERS)}")
         topo = preset(entry)
         if pcie and isinstance(topo.router, PcieRouter):
             topo = preset(entry, **pcie)
     elif isinstance(entry, Mapping) and isinstance(entry.get("nvidia_smi_topo"), str):
-        topo = pcie_server_from_topo(
-            entry["nvidia_smi_topo"],
-            name=str(entry.get("name", "server")),
-            device=str(entry.get("device", "")),
-            **pcie,
-        )
+        try:
+            topo = pcie_server_from_topo(
+                entry["nvidia_smi_topo"],
+                name=str(entry.get("name", "server")),
+                device=str(entry.get("device", "")),
+                **pcie,
+            )
+        except ScenarioError as e:
+            raise ScenarioError(f"{where}.nvidia_smi_topo: {e}") from None
     else:
-        raise ScenarioError(f"topology: expected a preset name or {{'nvidia_smi_topo': text}}, got {entry!r}")
+        raise ScenarioError(
+            f"{where}: expected a preset name or {{'nvidia_smi_topo': text}}, got {show(entry)}"
+        )
     return (
         dataclasses.replace(topo, shared=pcie_shared(topo)) if isinstance(topo.router, PcieRouter) else topo
     )
@@ -311,7 +320,11 @@ def from_calibration(
     with the fitted figures (links by `link_class`, shared resources by id, software costs)."""
     if not isinstance(values, Mapping) or (base is None and "topology" not in values):
         raise ScenarioError(f"{where}: no 'topology' entry (a preset name or {{'nvidia_smi_topo': text}})")
-    topo = base if base is not None else base_topology(values["topology"], p2p=p2p, transport=transport)
+    topo = (
+        base
+        if base is not None
+        else base_topology(values["topology"], p2p=p2p, transport=transport, where=f"{where}: topology")
+    )
     classes = values.get("link_classes", {})
     links = []
     for link in topo.links:

@@ -5,12 +5,13 @@ import argparse
 import json
 
 import pytest
-from netsim.calibrate import TraceError, presets, read_trace
+from netsim.calibrate import presets
 
-from netsim._calibrate_cli import check_trace, register
+from netsim._calibrate_cli import register
 from netsim.cli import main
 from netsim.data import trace_path
 from netsim.topology._presets import CALIBRATED
+from netsim.traces import TraceError, read_trace
 
 A100 = "a100-pcie-4x-nvlink-pairs"
 # the m08 trace's first P2P=Enabled bandwidth matrix (4 A100s, NVLink pairs), ending at its line 33
@@ -100,14 +101,12 @@ def test_out_of_range_cell_names_file_line_and_cell(tmp_path, capsys, cell):
     assert not (tmp_path / "p.json").exists()
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # the reader's GB/s -> B/s
 def test_a_1e300_cell_is_refused_not_fitted(tmp_path):
-    # before: the fit's loss overflowed and FloatingPointError escaped (a traceback)
-    trace = read_trace(p2p_trace(tmp_path, cell="1e300"))
+    # before: the fit's loss overflowed and FloatingPointError escaped (a traceback); now the reader refuses it
     with pytest.raises(
         TraceError, match=r"p2p.txt:29: unidirectional matrix, cell \[0, 1\]: must be a finite"
     ):
-        check_trace(trace)
+        read_trace(p2p_trace(tmp_path, cell="1e300"))
 
 
 def test_empty_trace_and_a_trace_without_tables(tmp_path, capsys):
@@ -233,11 +232,12 @@ def test_predict_refuses_a_shared_capacity_that_is_not_a_number(tmp_path):
     ],
 )
 def test_library_fit_options_are_checked_before_fitting(kwargs, match):
-    from netsim.calibrate import calibrate, read_trace
+    from netsim.calibrate import calibrate
 
     from netsim import ScenarioError
     from netsim.data import trace_path
     from netsim.topology import preset
+    from netsim.traces import read_trace
 
     trace = read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
     with pytest.raises(ScenarioError, match=match):

@@ -24,7 +24,6 @@ from netsim.calibrate import (
     plot_fit,
     predict,
     presets,
-    read_trace,
     report,
 )
 from netsim.calibrate._model import P2P_COPY_BYTES, regime_weights
@@ -32,6 +31,7 @@ from netsim.calibrate._model import P2P_COPY_BYTES, regime_weights
 from netsim import ScenarioError, SharedResource
 from netsim.data import trace_path
 from netsim.topology import Topology, cable, load, preset
+from netsim.traces import read_trace
 
 GB = 1e9
 

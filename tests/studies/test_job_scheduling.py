@@ -205,7 +205,7 @@ def test_colocated_identical_jobs_halve_their_network_share():
 
 
 def deepshare_table():
-    from netsim.calibrate import read_trace
+    from netsim.traces import read_trace
 
     (table,) = read_trace(trace_path("sched_deepshare_shared_thp_ratio.csv")).tables
     index = {row[0]: row for row in table.rows}

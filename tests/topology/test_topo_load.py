@@ -25,7 +25,7 @@ from netsim.topology import (
     preset,
     server_plan,
 )
-from netsim.topology import parse_nvidia_smi_topo as parse
+from netsim.traces import parse_nvidia_smi_topo as parse
 from netsim.workloads import Workload, allreduce
 
 GB = 1e9

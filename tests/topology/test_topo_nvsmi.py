@@ -1,6 +1,8 @@
 """`nvidia-smi topo -m`: every real matrix in the shipped traces parses, rebuilds into a server whose path classes
-reproduce the matrix cell for cell, with the expected socket/NUMA grouping; malformed input names its line."""
+reproduce the matrix cell for cell, with the expected socket/NUMA grouping; a malformed calibration entry names
+its file and key (the parser's own tests: tests/traces/test_traces_nvsmi.py)."""
 
+import json
 import re
 
 import pytest
@@ -8,7 +10,8 @@ from topo_helpers import node_path
 
 from netsim import ScenarioError
 from netsim.data import TRACES, trace_path
-from netsim.topology import parse_nvidia_smi_topo, path_kind, pcie_server_from_topo, preset, server_plan
+from netsim.topology import load, path_kind, pcie_server_from_topo, preset, server_plan
+from netsim.traces import parse_nvidia_smi_topo
 
 HEADER = re.compile(r"^\W*GPU0\s+GPU1\b", re.MULTILINE)
 
@@ -110,35 +113,10 @@ def test_older_format_with_soc_tabs_crlf_and_named_nic_columns():
     assert path_kind(topo, "gpu2", "nic0") == "PIX" and path_kind(topo, "gpu0", "gpu3") == "SYS"
 
 
-GOOD = ["\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity", "GPU0\t X \tNV2\t0-7\t0", "GPU1\tNV2\t X \t0-7\t0"]
-
-
-@pytest.mark.parametrize(
-    ("line", "replacement", "message"),
-    [
-        (1, "GPU0\t X \tFOO\t0-7\t0", r"line 2: unknown link kind 'FOO'"),
-        (1, "GPU0\t X \t0-7\t0", r"line 2: unknown link kind '0-7'"),
-        (1, "GPU0\t X", r"line 2: 1 cells for 2 devices"),
-        (2, "GPU1\tNV2\tPIX\t0-7\t0", r"line 3: GPU1 to itself is 'PIX', expected X"),
-        (2, "GPU1\tSYS\t X \t0-7\t0", r"line 2: GPU0->GPU1 is NV2 but GPU1->GPU0 is SYS"),
-        (2, "GPU7\tNV2\t X \t0-7\t0", r"line 3: row for 'GPU7', which is not a column"),
-        (2, "GPU1\tNV2\t X \t0-7\tzero", r"line 3: NUMA Affinity 'zero' is not a number"),
-        (2, "GPU1\tNV2\t X \tall\t0", r"line 3: CPU Affinity 'all' is not a CPU list"),
-        (2, "GPU1\tNV2\t X \t0-7\t0\t1\t2", r"line 3: 4 values after the matrix but 2 affinity columns"),
-        (2, "GPU0\tNV2\t X \t0-7\t0", r"line 3: second row for 'GPU0'"),
-        (2, "", r"line 1: no row for column\(s\) \['GPU1'\]"),
-    ],
-)
-def test_malformed_input_names_the_line(line, replacement, message):
-    lines = list(GOOD)
-    lines[line] = replacement
-    with pytest.raises(ScenarioError, match=message):
-        parse_nvidia_smi_topo("\n".join(lines))
-
-
-def test_no_matrix_at_all():
-    with pytest.raises(ScenarioError, match="no matrix header"):
-        parse_nvidia_smi_topo("P2P Connectivity Matrix\n  D\\D  0  1\n")
-    with pytest.raises(ScenarioError, match="expected the text"):
-        parse_nvidia_smi_topo(None)
-    assert parse_nvidia_smi_topo("\n".join(GOOD)).kind("GPU0", "GPU1") == "NV2"
+@pytest.mark.parametrize("garbage", ["no matrix here", "\tGPU0\tGPU1\nGPU0\t X \tNV2\nGPU1\tFOO\t X \n"])
+def test_garbage_nvidia_smi_topo_entry_names_file_and_key(tmp_path, garbage):
+    """Issue: a garbage `nvidia_smi_topo` entry of a calibration file named neither the file nor the key."""
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({"topology": {"nvidia_smi_topo": garbage}}))
+    with pytest.raises(ScenarioError, match=r"cal\.json: topology\.nvidia_smi_topo: nvidia-smi topo"):
+        load(str(path))

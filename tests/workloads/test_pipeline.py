@@ -313,9 +313,8 @@ def test_offload_closed_forms(overlap):
 
 
 def spipe_rows():
-    from netsim.calibrate import read_trace
-
     from netsim.data import trace_path
+    from netsim.traces import read_trace
 
     (table,) = read_trace(trace_path("train_spipe_expected.csv")).tables
     rows = {}

@@ -16,19 +16,13 @@ import tempfile
 import h5py
 import numpy as np
 
-from ._traces import (
-    CsvTable,
-    NcclDevice,
-    NcclTable,
-    P2PMatrix,
-    RocmMatrix,
-    RocmNuma,
-    TopoTable,
-    Trace,
-    TraceError,
-)
-
-__all__ = ["load_trace", "save_trace"]
+from ._core import TraceError
+from ._csv import CsvTable
+from ._nccl import NcclDevice, NcclTable
+from ._nvsmi import TopoTable
+from ._p2p import P2PMatrix
+from ._rocm import RocmMatrix, RocmNuma
+from ._trace import Trace, check_trace
 
 FORMAT = "netsim.trace/1"
 _TYPES = {cls.__name__: cls for cls in (NcclTable, P2PMatrix, TopoTable, RocmMatrix, RocmNuma, CsvTable)}
@@ -63,10 +57,11 @@ def save_trace(trace: Trace, path: str | os.PathLike) -> None:
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
-    """Reads a trace written by `save_trace`.
+    """Reads a trace written by `save_trace`, its values checked as `read_trace` checks them.
 
     Raises:
-        TraceError: naming the file when it is not a netsim trace or a table is unreadable.
+        TraceError: naming the file when it is not a netsim trace, a table is unreadable, or a value is
+            outside netsim's limits (`check_trace`).
     """
     name = os.fspath(path)
     try:
@@ -89,11 +84,13 @@ def load_trace(path: str | os.PathLike) -> Trace:
                     if fd.name in g or fd.name in g.attrs or not _has_default(fd)
                 }
                 tables.append(cls(**values))
-            return Trace(str(f.attrs["source"]), header, str(f.attrs["machine"]), tuple(tables))
+            trace = Trace(str(f.attrs["source"]), header, str(f.attrs["machine"]), tuple(tables))
     except OSError as e:
         raise TraceError(f"{name}: cannot read as HDF5: {e}") from None
     except KeyError as e:
         raise TraceError(f"{name}: missing {e} in the trace file") from None
+    check_trace(trace)
+    return trace
 
 
 def _has_default(fd: dataclasses.Field) -> bool:
