@@ -3,7 +3,7 @@
 DeepShare (ICPADS 2023, arXiv 2310.20209) drives its scheduler simulator with two measured tables
 (`netsim/data/traces/sched_deepshare_*.csv`): each job configuration's isolated throughput, keyed
 "Model,total_gpus,num_nodes_spanned", and the pairwise co-location table, [A, B] = A's throughput next
-to B over A's throughput alone. Here each model is a parametric iteration (`netsim.workloads.PATTERNS`:
+to B over A's throughput alone. Here each model is a parametric iteration (`netsim.jobs.PATTERNS`:
 compute, then its collectives) with three positive parameters fitted in log space: compute s per
 iteration, the collective size S (bytes, nccl-tests' sense, as `Job.comm_bytes`), and `sync`, s of
 latency per iteration and per server spanned beyond the first (contention-free). Every measured pair is
@@ -36,16 +36,12 @@ from jaxtyping import Array, Bool, Float, Int
 import netsim
 from netsim import ScenarioError, Shape, SimulationError, compile_batch, kernels
 from netsim._checks import count, number
-from netsim.data import trace_path
+from netsim.jobs import DEEPSHARE_PATTERNS, PATTERNS, DeepShareTable, Model, iteration_paces, spearman
 from netsim.topology._common import bandwidth
-from netsim.workloads import PATTERNS, Model
 
 from ._fit import _OPTIM, descend
-from ._traces import read_trace
 
 __all__ = [
-    "DEEPSHARE_PATTERNS",
-    "DeepShareTable",
     "JobFabric",
     "JobFit",
     "JobParams",
@@ -54,123 +50,10 @@ __all__ = [
     "egress",
     "fit_jobs",
     "isolated_time",
-    "parse_key",
     "predict_jobs",
-    "spearman",
 ]
 
-#: communication pattern of each model of DeepShare's traces (netsim.workloads.PATTERNS)
-DEEPSHARE_PATTERNS: dict[str, str] = {
-    "MobileNetV3": "allreduce",
-    "GraphSage": "allreduce",
-    "FSDP": "fsdp",
-    "Transformer-XL": "allreduce",
-    "DLRM": "alltoall",
-    "MoE": "alltoall",
-}
-
 Config = tuple[str, int, int]  # (model, total GPUs, servers spanned)
-
-
-def parse_key(key: str, *, where: str = "key", models: Mapping[str, str] = DEEPSHARE_PATTERNS) -> Config:
-    """Parses a key: "MoE,8,2" -> ("MoE", 8, 2), checked: a known model, GPUs >= 2 divisible over >= 2 servers.
-
-    Raises:
-        ScenarioError: naming `where` and the key.
-    """
-    parts = key.split(",") if isinstance(key, str) else []
-    if len(parts) != 3 or not parts[1].strip().isdigit() or not parts[2].strip().isdigit():
-        raise ScenarioError(f"{where}: expected 'Model,total_gpus,num_nodes_spanned', got {key!r}")
-    model, gpus, nodes = parts[0].strip(), int(parts[1]), int(parts[2])
-    if model not in models:
-        raise ScenarioError(f"{where}: unknown model {model!r} in {key!r}; known: {sorted(models)}")
-    if nodes < 2 or gpus < nodes or gpus % nodes:
-        raise ScenarioError(
-            f"{where}: {key!r} needs >= 2 servers and a whole number of GPUs per server "
-            f"(total_gpus a multiple of num_nodes_spanned)"
-        )
-    return model, gpus, nodes
-
-
-def _number_cell(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ScenarioError(f"{where}: expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ScenarioError(f"{where}: expected a finite number > 0, got {text!r}")
-    return value
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class DeepShareTable:
-    """DeepShare's two measured tables.
-
-    Attributes:
-        configs: the co-location table's keys, in its order.
-        isolated: per config, the measured isolated throughput (samples/s; units differ per model).
-        ratio: C x C, [a, b] = throughput of configs[a] next to configs[b] over its throughput alone
-            (the file clips values at 1.0).
-    """
-
-    configs: tuple[Config, ...]
-    isolated: Mapping[Config, float]
-    ratio: np.ndarray
-
-    @classmethod
-    def load(cls, isolated: str | None = None, ratio: str | None = None) -> DeepShareTable:
-        """Reads the tables (default: the shipped sched_deepshare_*.csv)."""
-        iso_path = isolated or trace_path("sched_deepshare_isolated_thp.csv")
-        ratio_path = ratio or trace_path("sched_deepshare_shared_thp_ratio.csv")
-        (iso,) = read_trace(iso_path).tables
-        (tab,) = read_trace(ratio_path).tables
-        thp = {}
-        for i, row in enumerate(iso.rows):
-            cfg = parse_key(row[0], where=f"isolated row {i + 1}")
-            thp[cfg] = _number_cell(row[1], f"isolated row {i + 1} ({row[0]!r})")
-        cols = [parse_key(c, where=f"ratio column {j}") for j, c in enumerate(tab.columns[1:], 1)]
-        rows = [parse_key(r[0], where=f"ratio row {i + 1}") for i, r in enumerate(tab.rows)]
-        if rows != cols:
-            raise ScenarioError("ratio: rows and columns must list the same keys in the same order")
-        missing = [c for c in rows if c not in thp]
-        if missing:
-            raise ScenarioError(f"isolated: no throughput for {missing[:3]}")
-        values = np.array(
-            [
-                [_number_cell(x, f"ratio row {i + 1} ({r[0]!r}) column {j + 1}") for j, x in enumerate(r[1:])]
-                for i, r in enumerate(tab.rows)
-            ]
-        )
-        return cls(tuple(rows), thp, values)
-
-    def pairs(self) -> tuple[tuple[int, int], ...]:
-        """Every unordered pair (a <= b) of configs: one simulation gives [a, b] and [b, a]."""
-        n = len(self.configs)
-        return tuple((a, b) for a in range(n) for b in range(a, n))
-
-    def split(self, seed: int = 0) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-        """The unordered pairs shuffled (seeded) and cut in two halves: (fit, held out)."""
-        pairs = self.pairs()
-        order = np.random.default_rng(seed).permutation(len(pairs))
-        half = len(pairs) // 2
-        return tuple(pairs[i] for i in sorted(order[:half])), tuple(pairs[i] for i in sorted(order[half:]))
-
-    def noise(self) -> dict[str, float]:
-        """The table's own scatter, a floor for any model: entries clipped at exactly 1.000; the table
-        against its transpose (r[a, b] against r[b, a], a != b: who slows whom is not symmetric, but
-        the contention they share is); and the same for jobs of one model at different placements."""
-        r = self.ratio
-        n = len(self.configs)
-        off = [(a, b) for a in range(n) for b in range(a + 1, n)]
-        same = [(a, b) for a, b in off if self.configs[a][0] == self.configs[b][0]]
-        d = lambda pairs: [abs(r[a, b] - r[b, a]) for a, b in pairs]
-        return {
-            "entries": float(r.size),
-            "clipped_at_1": float(np.sum(r == 1.0)),
-            "transpose_mae": float(np.mean(d(off))),
-            "transpose_spearman": spearman([r[a, b] for a, b in off], [r[b, a] for a, b in off]),
-            "same_model_transpose_mae": float(np.mean(d(same))),
-        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -421,13 +304,7 @@ def paces(local: Float[Array, "B 2 3"], b: JobBatch) -> tuple[Float[Array, "B 2"
     run = functools.partial(kernels.run, max_events=b.max_events)
     state = jax.vmap(run, in_axes=netsim.batch_axes(b.network, prog))(b.network, prog)
     ends = jnp.max(jnp.where(b.ends, state.finish[:, None, None, :], 0.0), axis=-1)  # B x 2 x I
-    valid = jnp.arange(ends.shape[-1], dtype=b.iterations.dtype)[None, None, :] < b.iterations[:, :, None]
-    last = jnp.max(jnp.where(valid, ends, 0.0), axis=-1)  # B x 2
-    other = jnp.where(b.iterations[:, ::-1] > 0, last[:, ::-1], jnp.inf)
-    m = jnp.sum(valid & (ends <= other[:, :, None] * (1 + 1e-9)), axis=-1)
-    m = jnp.maximum(m, 1).astype(b.iterations.dtype)
-    at = jnp.take_along_axis(ends, (m - 1)[:, :, None], axis=-1)[:, :, 0]
-    return at / m.astype(at.dtype), state.status
+    return iteration_paces(ends, b.iterations), state.status
 
 
 class _Targets(eqx.Module):
@@ -562,25 +439,6 @@ class JobPrediction:
         return out | {"isolated_mean_rel_err": float(iso.mean()), "isolated_max_rel_err": float(iso.max())}
 
 
-def spearman(x, y) -> float:
-    """Spearman rank correlation (ties share their mean rank)."""
-
-    def rank(v):
-        v = np.asarray(v, float)
-        order = np.argsort(v, kind="stable")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v), dtype=float)
-        for value in np.unique(v):
-            tie = v == value
-            r[tie] = r[tie].mean()
-        return r
-
-    rx, ry = rank(x), rank(y)
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 def colocation_errors(simulated, measured) -> dict[str, float]:
     """Mean and max |simulated - measured| of the ratio, and their Spearman rank correlation."""
     d = np.abs(np.asarray(simulated, float) - np.asarray(measured, float))
@@ -654,7 +512,7 @@ class JobFit:
     """Fitted job models and how the fit went.
 
     Attributes:
-        models: per model, the fitted netsim.workloads.Model.
+        models: per model, the fitted netsim.jobs.Model.
         params: the fitted JobParams.
         loss, history, steps: as calibrate.FitResult (loss: mean squared ratio error + iso_weight x
             mean squared log isolated-throughput-ratio error).
@@ -704,7 +562,7 @@ def fit_jobs(
 
     Args:
         table: the measurements (default: the shipped DeepShareTable).
-        start: starting models by name (default: netsim.workloads.MODELS).
+        start: starting models by name (default: netsim.jobs.MODELS).
         pairs: unordered config pairs (a <= b) whose co-location entries are fitted (default all);
             the isolated-throughput ratios are always fitted.
         fabric: the cluster (default JobFabric(): 8 servers, 100 Gb/s NICs, 13 GB/s PCIe); held fixed.
@@ -720,7 +578,7 @@ def fit_jobs(
         ScenarioError: bad pairs, a model without a pattern, a config the fabric cannot hold.
         SimulationError: a scenario that did not finish.
     """
-    from netsim.workloads import MODELS
+    from netsim.jobs import MODELS
 
     table = table or DeepShareTable.load()
     fabric = fabric or JobFabric()

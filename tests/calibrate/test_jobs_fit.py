@@ -11,7 +11,16 @@ import pytest
 from netsim.calibrate import jobs
 
 from netsim import ScenarioError
-from netsim.workloads import MODELS, Job, Model, job_workload, load_models
+from netsim.jobs import (
+    DEEPSHARE_PATTERNS,
+    MODELS,
+    DeepShareTable,
+    Job,
+    Model,
+    job_workload,
+    load_models,
+    parse_key,
+)
 
 FABRIC = jobs.JobFabric.of(2, nic="100 Gbps", pcie="13 GB/s")
 CONFIGS = (("FSDP", 2, 2), ("MoE", 2, 2), ("MoE", 4, 2))
@@ -23,9 +32,9 @@ START = {
 
 @pytest.fixture(scope="module")
 def tiny():
-    full = jobs.DeepShareTable.load()
+    full = DeepShareTable.load()
     idx = [full.configs.index(c) for c in CONFIGS]
-    return jobs.DeepShareTable(CONFIGS, {c: full.isolated[c] for c in CONFIGS}, full.ratio[np.ix_(idx, idx)])
+    return DeepShareTable(CONFIGS, {c: full.isolated[c] for c in CONFIGS}, full.ratio[np.ix_(idx, idx)])
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +117,7 @@ def test_a_short_fit_lowers_the_loss(tiny):
 
 
 def test_shipped_models_are_fitted_and_run_as_jobs():
-    assert set(MODELS) == set(jobs.DEEPSHARE_PATTERNS)
+    assert set(MODELS) == set(DEEPSHARE_PATTERNS)
     assert load_models() == MODELS
     for m in MODELS.values():
         assert m.compute > 0 and m.comm_bytes > 0 and m.sync >= 0
@@ -122,18 +131,18 @@ def test_shipped_models_are_fitted_and_run_as_jobs():
 
 def test_bad_tables_are_clear_errors(tmp_path, tiny):
     with pytest.raises(ScenarioError, match="unknown model 'ResNet'"):
-        jobs.parse_key("ResNet,2,2")
+        parse_key("ResNet,2,2")
     with pytest.raises(ScenarioError, match="expected 'Model,total_gpus,num_nodes_spanned', got 'MoE,8'"):
-        jobs.parse_key("MoE,8")
+        parse_key("MoE,8")
     with pytest.raises(ScenarioError, match="whole number of GPUs per server"):
-        jobs.parse_key("MoE,6,4")
+        parse_key("MoE,6,4")
     iso = tmp_path / "iso.csv"
     iso.write_text(',isol_thp\n"MoE,2,2",1.0\n"MoE,two,2",2.0\n')
     with pytest.raises(ScenarioError, match=r"isolated row 2: expected .* got 'MoE,two,2'"):
-        jobs.DeepShareTable.load(str(iso))
+        DeepShareTable.load(str(iso))
     iso.write_text(',isol_thp\n"MoE,2,2",fast\n')
     with pytest.raises(ScenarioError, match="isolated row 1 \\('MoE,2,2'\\): expected a number, got 'fast'"):
-        jobs.DeepShareTable.load(str(iso))
+        DeepShareTable.load(str(iso))
     with pytest.raises(ScenarioError, match="pairs: expected"):
         jobs.predict_jobs(START, tiny, pairs=[(1, 0)], fabric=FABRIC)
     with pytest.raises(ScenarioError, match="MoE"):

@@ -1,14 +1,14 @@
 """GPU placement policies for jobs on a shared cluster: which free GPUs a job gets (no simulation here;
-`netsim.studies.run_jobs` calls `choose` at each scheduling event with the load of the running jobs)."""
+`run_jobs` and the environment call `choose` at each scheduling event with the load of the running jobs)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from .._scenario import ScenarioError
-from ._base import Fabric
-from ._jobs import Job
+from .. import ScenarioError
+from ..workloads import Fabric
+from ._traffic import Job
 
 __all__ = ["POLICIES", "Cluster", "choose", "place", "server_of"]
 

@@ -1,8 +1,8 @@
 """Training jobs compiled to workloads: per iteration, compute on each GPU and the collectives of a
 communication pattern (`PATTERNS`: data-parallel AllReduce, FSDP, all-to-all).
 
-`job_workload` compiles one job on given GPUs; placing and simulating a trace of them on a shared
-fabric is `netsim.studies.run_jobs`. See docs/jobs.md.
+`job_workload` is the one traffic model of a job: the scheduler, the environment's paces and the fit of
+`MODELS` (`netsim.calibrate.jobs`) all simulate what it builds. See docs/jobs.md.
 """
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ import json
 import pathlib
 from collections.abc import Callable, Mapping, Sequence
 
+from .. import ScenarioError, Task
 from .._checks import number as check_number
-from .._scenario import ScenarioError, Task
-from ._base import Workload, concat
-from .collectives import allgather, allreduce, alltoall, reducescatter
+from ..workloads import Workload, allgather, allreduce, alltoall, concat, reducescatter
 
-__all__ = ["MODELS", "PATTERNS", "Job", "Model", "job_workload"]
+__all__ = ["MODELS", "MODELS_PATH", "PATTERNS", "Collectives", "Job", "Model", "job_workload", "load_models"]
 
 #: per-iteration phases of each pattern: ("compute", fraction of Job.compute) or (collective, size)
 PATTERNS: dict[str, tuple[tuple[str, float], ...]] = {
@@ -41,7 +40,7 @@ class Model:
 
 
 #: where MODELS come from: fitted by netsim.calibrate.jobs.fit_jobs (benchmarks/jobs_fit.py writes it)
-MODELS_PATH = pathlib.Path(__file__).resolve().parent.parent / "data" / "job_models.json"
+MODELS_PATH = pathlib.Path(__file__).resolve().parents[1] / "data" / "job_models.json"
 
 
 def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:

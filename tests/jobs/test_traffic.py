@@ -1,4 +1,4 @@
-"""Training jobs compiled to workloads (netsim.workloads.Job, job_workload): validation with clear
+"""Training jobs compiled to workloads (netsim.jobs.Job, job_workload): validation with clear
 errors, and the per-rank phase chaining, read off the compiled workload without simulating it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from netsim import ScenarioError
-from netsim.workloads import Job, job_workload
+from netsim.jobs import Job, job_workload
 
 GPUS = ["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"]
 

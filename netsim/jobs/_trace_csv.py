@@ -1,0 +1,52 @@
+"""The trace CSV of `netsim jobs`: one job per row, `arrival,model,gpus,nodes,iterations` (docs/jobs.md)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+
+from .. import ScenarioError
+from ._traffic import Job
+
+__all__ = ["TRACE_COLUMNS", "format_job_trace", "read_job_trace"]
+
+TRACE_COLUMNS = ("arrival", "model", "gpus", "nodes", "iterations")
+
+
+def read_job_trace(path) -> list[Job]:
+    """Jobs from a trace CSV: a header with `arrival,model,gpus,nodes,iterations` (any order; an `id`
+    column optional, default "j{row}"; `nodes` optional and informational; "#" lines are comments).
+    Models are names of MODELS."""
+    with open(path, newline="") as f:
+        lines = [line for line in f if line.strip() and not line.startswith("#")]
+    reader = csv.DictReader(lines)
+    missing = [c for c in TRACE_COLUMNS if c != "nodes" and c not in (reader.fieldnames or ())]
+    if missing:
+        raise ScenarioError(f"{path}: missing column(s) {missing}; expected {','.join(TRACE_COLUMNS)}")
+    jobs = []
+    for row, r in enumerate(reader):
+        where = f"{path}: row {row + 1}"
+        try:
+            arrival, gpus, its = float(r["arrival"]), int(r["gpus"]), int(r["iterations"])
+        except (TypeError, ValueError):
+            raise ScenarioError(
+                f"{where}: arrival, gpus, iterations must be numbers, got "
+                f"{r.get('arrival')!r}, {r.get('gpus')!r}, {r.get('iterations')!r}"
+            ) from None
+        try:
+            job = Job.of(r.get("id") or f"j{row}", r["model"], arrival=arrival, gpus=gpus, iterations=its)
+        except ScenarioError as e:
+            raise ScenarioError(f"{where}: {e}") from None
+        jobs.append(job)
+    if not jobs:
+        raise ScenarioError(f"{path}: no jobs")
+    return jobs
+
+
+def format_job_trace(jobs: Sequence[Job], nodes: Mapping[str, int] | None = None) -> str:
+    """The CSV text `read_job_trace` reads (id first); `nodes`: job id -> informational node count."""
+    nodes = nodes or {}
+    lines = ["id," + ",".join(TRACE_COLUMNS)]
+    for j in jobs:
+        lines.append(f"{j.id},{j.arrival!r},{j.model},{j.gpus},{nodes.get(j.id, '')},{j.iterations}")
+    return "\n".join(lines) + "\n"
