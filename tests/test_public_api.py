@@ -133,6 +133,7 @@ def test_job_names():
         "MODELS",
         "MODELS_PATH",
         "PATTERNS",
+        "SERVER_COLLECTIVES",
         "job_workload",
         "load_models",  # the one traffic model and the fitted models (netsim/data/job_models.json)
         "POLICIES",

@@ -48,6 +48,7 @@ from ._trace_csv import read_job_trace as read_job_trace
 from ._traffic import MODELS as MODELS
 from ._traffic import MODELS_PATH as MODELS_PATH
 from ._traffic import PATTERNS as PATTERNS
+from ._traffic import SERVER_COLLECTIVES as SERVER_COLLECTIVES
 from ._traffic import Job as Job
 from ._traffic import Model as Model
 from ._traffic import job_workload as job_workload
