@@ -34,11 +34,11 @@ import netsim
 from netsim import ScenarioError, Shape, SimulationError, compile_batch, compile_scenario, kernels
 from netsim._checks import count, number
 from netsim.jobs import (
-    DEEPSHARE_PATTERNS,
     SERVER_COLLECTIVES,
     DeepShareTable,
     Job,
     Model,
+    Paces,
     deepshare_cluster,
     iteration_paces,
     job_workload,
@@ -84,7 +84,7 @@ class JobParams(eqx.Module):
         log = lambda f: np.log(np.array([max(f(models[m]), 1e-12) for m in names], np.float64))
         return cls(log(lambda m: m.compute), log(lambda m: m.comm_bytes), log(lambda m: m.sync), tuple(names))
 
-    def to_models(self, patterns: Mapping[str, str] = DEEPSHARE_PATTERNS, note: str = "") -> dict[str, Model]:
+    def to_models(self, patterns: Mapping[str, str], note: str = "") -> dict[str, Model]:
         c, s, y = (np.exp(np.asarray(x)) for x in (self.log_compute, self.log_bytes, self.log_sync))
         return {
             m: Model(patterns[m], float(c[i]), float(s[i]), note, float(y[i]))
@@ -170,20 +170,6 @@ def _scenario(jobs: Sequence[tuple[Config, int]], start: Mapping[str, Model], fa
     return concat(parts).scenario(fabric, name=name), meta, ends
 
 
-def _alone(model: Model, cfg: Config, fabric) -> float:
-    """A quick estimate of one iteration alone (s): compute + sync (servers - 1) + the busiest link's
-    bytes over its bandwidth (as the environment's `Paces.estimate`)."""
-    job = Job("x", 0.0, cfg[1], 1, 1.0, model.pattern, 1.0)
-    w, _ = job_workload(job, _placements([(cfg, 1)], fabric)[0], collectives=SERVER_COLLECTIVES)
-    load: dict[str, float] = {}
-    for f in w.flows:
-        for lid in f.route or fabric.route(f.src, f.dst):
-            load[lid] = load.get(lid, 0.0) + f.bytes
-    capacity = {link.id: link.bandwidth for link in fabric.links}
-    busiest = max((b / capacity[lid] for lid, b in load.items()), default=0.0)
-    return model.compute + model.sync * (cfg[2] - 1) + busiest * model.comm_bytes
-
-
 def _iterations(ta: float, tb: float, most: int) -> tuple[int, int]:
     """Iterations of the two jobs of a pair from their iterations alone: the slower runs 2, the faster
     long enough to outlast it (3 of the slower's iterations), at most `most`."""
@@ -206,7 +192,12 @@ def lay_out_jobs(
     Returns (batch, index of the first pair scenario).
     """
     index = {m: i for i, m in enumerate(models)}
-    alone = {c: _alone(start[c[0]], c, fabric) for c in dict.fromkeys(configs)}
+    estimate = Paces(fabric, collectives=SERVER_COLLECTIVES).estimate
+    alone = {  # s per iteration alone: the environment's estimate, plus the sync latency it leaves out
+        c: estimate(((m.pattern, m.compute, m.comm_bytes, c[1]), _placements([(c, 1)], fabric)[0]))
+        + m.sync * (c[2] - 1)
+        for c, m in ((c, start[c[0]]) for c in dict.fromkeys(configs))
+    }
     jobs = [[(c, 1)] for c in configs]
     for a, b in pairs:
         na, nb = _iterations(alone[configs[a]], alone[configs[b]], max_iterations)

@@ -159,7 +159,6 @@ def test_job_names():
         "policy_table",
         "save_schedules",
         "plot_jct_cdf",  # policies over it and their tables
-        "DEEPSHARE_PATTERNS",
         "DEEPSHARE_REFERENCE",
         "DeepShareTable",
         "deepshare_cluster",

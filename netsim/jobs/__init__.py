@@ -12,7 +12,6 @@
 See docs/jobs.md.
 """
 
-from ._deepshare import DEEPSHARE_PATTERNS as DEEPSHARE_PATTERNS
 from ._deepshare import DEEPSHARE_REFERENCE as DEEPSHARE_REFERENCE
 from ._deepshare import DeepShareTable as DeepShareTable
 from ._deepshare import deepshare_cluster as deepshare_cluster

@@ -9,7 +9,6 @@ to B over A's throughput alone. See docs/jobs.md.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
 from collections.abc import Mapping
@@ -18,10 +17,10 @@ import numpy as np
 
 from .. import ScenarioError
 from ..data import trace_path
+from ._trace_csv import read_csv
 from ._traffic import MODELS, Job
 
 __all__ = [
-    "DEEPSHARE_PATTERNS",
     "DEEPSHARE_REFERENCE",
     "DeepShareTable",
     "deepshare_cluster",
@@ -31,15 +30,6 @@ __all__ = [
     "spearman",
 ]
 
-#: communication pattern of each model of DeepShare's traces (PATTERNS)
-DEEPSHARE_PATTERNS: dict[str, str] = {
-    "MobileNetV3": "allreduce",
-    "GraphSage": "allreduce",
-    "FSDP": "fsdp",
-    "Transformer-XL": "allreduce",
-    "DLRM": "alltoall",
-    "MoE": "alltoall",
-}
 #: the reductions DeepShare reports for its RL-trained policies against state-of-the-art schedulers
 #: (its repository: training latency "improved by up to 20.7%"): the reference that `netsim jobs`
 #: prints next to each policy's mean JCT against the best and the worst heuristic
@@ -64,7 +54,7 @@ def deepshare_cluster(
     return cluster(fabric, server, name=f"deepshare{servers}x{gpus}")
 
 
-def parse_key(key: str, *, where: str = "key", models: Mapping[str, str] = DEEPSHARE_PATTERNS) -> Config:
+def parse_key(key: str, *, where: str = "key", models: Mapping[str, object] = MODELS) -> Config:
     """Parses a key: "MoE,8,2" -> ("MoE", 8, 2), checked: a known model, GPUs >= 2 divisible over >= 2 servers.
 
     Raises:
@@ -94,21 +84,6 @@ def _number_cell(text: str, where: str) -> float:
     return value
 
 
-def _read_csv(path) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of a CSV whose "#" lines are comments; every row as long as the header."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = [r for r in csv.reader(line for line in f if not line.startswith("#")) if r]
-    except (OSError, csv.Error) as e:
-        raise ScenarioError(f"{path}: cannot read ({e})") from None
-    if not rows:
-        raise ScenarioError(f"{path}: no header row")
-    bad = [i for i, r in enumerate(rows[1:], 1) if len(r) != len(rows[0])]
-    if bad:
-        raise ScenarioError(f"{path}: row {bad[0]} has {len(rows[bad[0]])} cells, the header {len(rows[0])}")
-    return rows[0], rows[1:]
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeepShareTable:
     """DeepShare's two measured tables.
@@ -128,8 +103,8 @@ class DeepShareTable:
     @classmethod
     def load(cls, isolated: str | None = None, ratio: str | None = None) -> DeepShareTable:
         """Reads the tables (default: the shipped sched_deepshare_*.csv)."""
-        _, iso = _read_csv(isolated or trace_path("sched_deepshare_isolated_thp.csv"))
-        header, tab = _read_csv(ratio or trace_path("sched_deepshare_shared_thp_ratio.csv"))
+        _, iso = read_csv(isolated or trace_path("sched_deepshare_isolated_thp.csv"))
+        header, tab = read_csv(ratio or trace_path("sched_deepshare_shared_thp_ratio.csv"))
         thp = {}
         for i, row in enumerate(iso):
             cfg = parse_key(row[0], where=f"isolated row {i + 1}")

@@ -159,21 +159,20 @@ class Paces:
         run = batch.run(keep=("finish",), width=1 << (len(todo) - 1).bit_length())
         self.simulations += len(todo)
         self.batches += 1
-        its = [
-            [[float(max(f[index[i]] for i in ids)) for ids in e] for e in ends]
+        its = [  # per group, per job, the end of each iteration
+            [[max(f[index[i]] for i in ids) for ids in e] for e in ends]
             for index, f, (_, ends) in zip(
-                (self._index(c) for c in batch.compiled), run["finish"], built, strict=True
+                map(self._index, batch.compiled), run["finish"], built, strict=True
             )
         ]
-        width, depth = max(len(x) for x in its), max(len(e) for x in its for e in x)
-        table = np.zeros((len(todo), width, depth))
-        counts = np.zeros((len(todo), width), np.int64)
+        shape = (len(its), max(map(len, its)), max(len(e) for x in its for e in x))
+        table, counts = np.zeros(shape), np.zeros(shape[:2], np.int64)
         for b, x in enumerate(its):
             for j, e in enumerate(x):
                 table[b, j, : len(e)], counts[b, j] = e, len(e)
-        per_iteration = np.asarray(iteration_paces(table, counts))
+        seconds = np.asarray(iteration_paces(table, counts))  # per iteration
         for b, (k, x) in enumerate(zip(todo, its, strict=True)):
-            self.cache[k] = tuple(1.0 / float(t) for t in per_iteration[b, : len(x)])
+            self.cache[k] = tuple((1.0 / seconds[b, : len(x)]).tolist())
 
     @staticmethod
     def _index(c) -> dict[str, int]:

@@ -12,11 +12,12 @@ from netsim.calibrate import jobs
 
 from netsim import ScenarioError
 from netsim.jobs import (
-    DEEPSHARE_PATTERNS,
     MODELS,
+    SERVER_COLLECTIVES,
     DeepShareTable,
     Job,
     Model,
+    Paces,
     deepshare_cluster,
     job_workload,
     load_models,
@@ -64,9 +65,11 @@ def test_isolated_iteration_is_the_closed_form(pred):
     assert pred.iso_configs == (("MoE", 4, 2),)
     assert pred.iso_simulated[0] == pytest.approx(2 * moe(1) / moe(2), rel=1e-9)
     for (m, g, n), t in zip(CONFIGS, pred.alone, strict=True):
-        assert t == pytest.approx(
-            jobs._alone(START[m], (m, g, n), FABRIC), rel=1e-12
-        )  # the layout's estimate
+        # the estimate that sizes a pair's iterations
+        estimate = Paces(FABRIC, collectives=SERVER_COLLECTIVES).estimate
+        gpus = [f"n{s}/gpu{k}" for s in range(n) for k in range(g // n)]
+        member = ((START[m].pattern, START[m].compute, START[m].comm_bytes, g), tuple(gpus))
+        assert t == pytest.approx(estimate(member) + START[m].sync * (n - 1), rel=1e-12)
 
 
 def test_colocation_slows_both_and_self_pair_by_the_closed_form(pred):
@@ -119,7 +122,7 @@ def test_a_short_fit_lowers_the_loss(tiny):
 
 
 def test_shipped_models_are_fitted_and_run_as_jobs():
-    assert set(MODELS) == set(DEEPSHARE_PATTERNS)
+    assert set(MODELS) == {m for m, _, _ in DeepShareTable.load().configs}
     assert load_models() == MODELS
     for m in MODELS.values():
         assert m.compute > 0 and m.comm_bytes > 0 and m.sync >= 0

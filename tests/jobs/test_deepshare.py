@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 
 from netsim import ScenarioError
-from netsim.jobs import DEEPSHARE_PATTERNS, DeepShareTable, deepshare_mix, parse_key
+from netsim.jobs import MODELS, DeepShareTable, deepshare_mix, parse_key
 
 
 def test_shipped_tables_and_their_scatter():
     table = DeepShareTable.load()
     assert len(table.configs) == 36 and table.ratio.shape == (36, 36)
-    assert {m for m, _, _ in table.configs} == set(DEEPSHARE_PATTERNS)
+    assert {m for m, _, _ in table.configs} == set(MODELS)
     assert set(table.isolated) == set(table.configs) and deepshare_mix() == tuple(table.isolated)
     assert len(table.pairs()) == 36 * 37 // 2
     fit, held = table.split(0)
