@@ -28,7 +28,7 @@ import numpy as np
 from .. import NetsimError, ScenarioError
 from ..workloads import Fabric
 from ._paces import Member, Paces, signature
-from ._placement import Cluster, choose, server_of
+from ._placement import Cluster, choose
 from ._schedule import JobRun
 from ._traffic import PATTERNS, Collectives, Job
 
@@ -207,15 +207,8 @@ class JobEnvs:
     ):
         if not traces:
             raise ScenarioError("traces: need at least one environment")
-        gpus = tuple(fabric.gpus() if gpus is None else gpus)
-        nodes = {n for link in fabric.links for n in (link.src, link.dst)}
-        bad = [g for g in gpus if g not in nodes]
-        if bad or not gpus or len(set(gpus)) != len(gpus):
-            raise ScenarioError(
-                f"gpus: expected distinct nodes of the fabric, got {bad[:3] or list(gpus)[:5]}"
-            )
-        server = server or server_of
-        self.cluster = Cluster(fabric, gpus, {g: server(g) for g in gpus})
+        self.cluster = Cluster.of(fabric, fabric.gpus() if gpus is None else gpus, server)
+        gpus = self.cluster.gpus
         self.servers = tuple(dict.fromkeys(self.cluster.server[g] for g in gpus))
         self.server_size = {s: sum(self.cluster.server[g] == s for g in gpus) for s in self.servers}
         self.fabric = fabric
@@ -245,7 +238,7 @@ class JobEnvs:
         self.episodes = []
         for trace, seed in zip(self.traces, seeds, strict=True):
             jobs = list(trace(seed) if callable(trace) else trace)
-            self._check_jobs(jobs)
+            self.cluster.check(jobs, "trace")
             self.episodes.append(_Episode(jobs, self.cluster))
         self._settle(self.episodes)
         obs = self._observe()
@@ -327,20 +320,6 @@ class JobEnvs:
         return np.full(self.size, CANDIDATES.index(policy))
 
     # -- internals --
-
-    def _check_jobs(self, jobs: Sequence[Job]) -> None:
-        if not jobs:
-            raise ScenarioError("trace: empty")
-        ids = [j.id for j in jobs]
-        if len(set(ids)) != len(ids):
-            raise ScenarioError(f"trace: duplicate job id(s) {sorted({i for i in ids if ids.count(i) > 1})}")
-        for j in jobs:
-            if not isinstance(j, Job):
-                raise ScenarioError(f"trace: expected netsim.jobs.Job items, got {type(j).__name__}")
-            if j.gpus > len(self.cluster.gpus):
-                raise ScenarioError(
-                    f"job {j.id!r}: needs {j.gpus} GPUs, the cluster has {len(self.cluster.gpus)}"
-                )
 
     def _apply(self, b: int, e: _Episode, action) -> tuple[str, ...] | None:
         if e.done:

@@ -12,6 +12,7 @@ from .._checks import atomic_path, to_json, write_atomic
 from ..workloads import Fabric
 from ._deepshare import DEEPSHARE_REFERENCE
 from ._env import CANDIDATES, JobEnvs
+from ._paces import Paces
 from ._schedule import Schedule
 from ._traffic import Job
 
@@ -40,7 +41,7 @@ def schedule(
     policy: str | Policy = "packed",
     gpus: Sequence[str] | None = None,
     server: Callable[[str], str] | None = None,
-    paces=None,
+    paces: Paces | None = None,
     progress: Callable[[int, int, float], None] | None = None,
 ) -> Schedule:
     """Schedules a trace in the fluid environment (`JobEnv`) under one policy.

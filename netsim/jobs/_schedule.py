@@ -23,7 +23,7 @@ import numpy as np
 from .. import Result, ScenarioError, Shape, compile_scenario, simulate
 from ..workloads import Fabric, concat
 from ._paces import iteration_paces
-from ._placement import POLICIES, Cluster, choose, server_of
+from ._placement import POLICIES, Cluster, choose
 from ._traffic import Collectives, Job, job_workload
 
 __all__ = ["JobRun", "Schedule", "colocation", "colocation_matrix", "run_jobs", "run_placed"]
@@ -230,23 +230,14 @@ def run_jobs(
         shape: at least this padded shape for every simulation (see `run_placed`).
 
     Raises:
-        ScenarioError: duplicate job ids, a job larger than the cluster, an unknown policy or GPU.
+        ScenarioError: an empty trace, duplicate job ids, a job larger than the cluster, an unknown policy
+            or GPU.
     """
     if policy not in POLICIES:
         raise ScenarioError(f"policy: unknown placement policy {policy!r}; expected one of {list(POLICIES)}")
-    gpus = tuple(gpus)
-    nodes = {n for link in fabric.links for n in (link.src, link.dst)}
-    bad = [g for g in gpus if g not in nodes]
-    if bad or not gpus or len(set(gpus)) != len(gpus):
-        raise ScenarioError(f"gpus: expected distinct nodes of the fabric, got {bad[:3] or list(gpus)[:5]}")
-    ids = [j.id for j in jobs]
-    if len(set(ids)) != len(ids):
-        raise ScenarioError(f"jobs: duplicate job id(s) {sorted({i for i in ids if ids.count(i) > 1})}")
-    for j in jobs:
-        if j.gpus > len(gpus):
-            raise ScenarioError(f"job {j.id!r}: needs {j.gpus} GPUs, the cluster has {len(gpus)}")
-    server = server or server_of
-    cluster = Cluster(fabric, gpus, {g: server(g) for g in gpus})
+    cluster = Cluster.of(fabric, gpus, server)
+    cluster.check(jobs, "jobs")
+    gpus = cluster.gpus
 
     queue = sorted(jobs, key=lambda j: j.arrival)  # stable: equal arrivals keep trace order
     placed: list[tuple[Job, tuple[str, ...], float]] = []
@@ -285,8 +276,6 @@ def run_jobs(
         if not upcoming and queue:
             raise ScenarioError(f"job {queue[0].id!r} can never be placed")  # unreachable: sizes checked
         t = min(upcoming) if upcoming else t
-    if result is None:
-        raise ScenarioError("jobs: the trace is empty")
     return Schedule(policy, gpus, tuple(runs[j.id] for j in sorted(jobs, key=lambda j: j.arrival)), result)
 
 
