@@ -21,7 +21,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np
 from netsim.calibrate import jobs
 
-from netsim.workloads import MODELS_PATH, Model
+from netsim.jobs import MODELS_PATH, DeepShareTable, Model
 
 #: the illustrative models netsim shipped before the fit (compute s, S bytes): the fit's start and
 #: baseline (a)
@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="write netsim/data/job_models.json")
     args = ap.parse_args()
     command = "python benchmarks/jobs_fit.py " + " ".join(sys.argv[1:])
-    table = jobs.DeepShareTable.load()
+    table = DeepShareTable.load()
     print(f"device: {jax.devices()[0].device_kind}; {len(table.configs)} configs, {table.ratio.size} entries")
     print("the table's own scatter:", json.dumps({k: round(v, 3) for k, v in table.noise().items()}))
     t0 = time.perf_counter()

@@ -22,8 +22,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples")
 from train_policy import train, trained_policy
 
 from netsim._cache import enable_compilation_cache
-from netsim._jobs_cli import plot_cdf, save, table
-from netsim.studies import JOB_POLICIES, deepshare_cluster, deepshare_trace, schedule
+from netsim.jobs import (
+    JOB_POLICIES,
+    deepshare_cluster,
+    deepshare_trace,
+    plot_jct_cdf,
+    policy_table,
+    save_schedules,
+    schedule,
+)
 
 
 def main(argv=None) -> None:
@@ -58,11 +65,11 @@ def main(argv=None) -> None:
             s = schedule(topo, trace, policy=policy, paces=paces)
         results[name] = s if name != "trained" else s.__class__("trained", s.gpus, s.runs, s.result)
         print(f"# {name}: {time.perf_counter() - t0:.1f} s", flush=True)
-    print(table(results))
+    print(policy_table(results))
     if args.out:
-        save(results, args.out, trace=f"deepshare_trace({args.jobs}, seed={args.seed})")
+        save_schedules(results, args.out, trace=f"deepshare_trace({args.jobs}, seed={args.seed})")
     if args.plot:
-        plot_cdf(results, args.plot)
+        plot_jct_cdf(results, args.plot)
 
 
 if __name__ == "__main__":

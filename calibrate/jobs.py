@@ -1,22 +1,19 @@
 """Job traffic models fitted, through the simulator, to DeepShare's measured throughputs.
 
 DeepShare (ICPADS 2023, arXiv 2310.20209) drives its scheduler simulator with two measured tables
-(`netsim/data/traces/sched_deepshare_*.csv`): each job configuration's isolated throughput, keyed
+(`netsim.jobs.DeepShareTable`): each job configuration's isolated throughput, keyed
 "Model,total_gpus,num_nodes_spanned", and the pairwise co-location table, [A, B] = A's throughput next
-to B over A's throughput alone. Here each model is a parametric iteration (`netsim.workloads.PATTERNS`:
-compute, then its collectives) with three positive parameters fitted in log space: compute s per
-iteration, the collective size S (bytes, nccl-tests' sense, as `Job.comm_bytes`), and `sync`, s of
-latency per iteration and per server spanned beyond the first (contention-free). Every measured pair is
-simulated on a DeepShare-like cluster (`JobFabric`: servers of 8 GPUs, one NIC each to one switch,
-PCIe between the GPUs and the NIC), both jobs spread evenly over the first servers, as one padded
-batch through `netsim.kernels.run`; the loss compares simulated to measured co-location ratios and
-isolated-throughput ratios between configurations of one model (units differ between models).
-
-A job's traffic is laid out per server: in each communication phase, every server the job spans sends
-its egress bytes to the next server (ring order). On one non-blocking switch this loads each NIC
-exactly as the job's collective does (ring collectives leave each server once; a direct all-to-all
-sends k S (1 - 1/n) off each server, k = GPUs per server), with n flows per phase instead of G^2.
-Traffic between GPUs of one server is not modelled. See docs/jobs.md ("Fitted traffic").
+to B over A's throughput alone. Each model is netsim.jobs' one traffic model (`job_workload`: per
+iteration, compute and the collectives of its `PATTERNS` entry) with three positive parameters fitted
+in log space: compute s per iteration, the collective size S (bytes, nccl-tests' sense, as
+`Job.comm_bytes`), and `sync`, s of latency per iteration and per server spanned beyond the first
+(contention-free). Every measured pair is simulated on a DeepShare-like cluster (`fit_cluster`), both
+jobs spread evenly over the first servers (side by side on each), with `SERVER_COLLECTIVES` (one flow
+per server and phase carrying what the collective puts on its NIC: n flows per phase instead of up to
+G^2), as one padded batch through `netsim.kernels.run`; a job's pace is `netsim.jobs.iteration_paces`, the rule the scheduling
+environment uses. The loss compares simulated to measured co-location ratios and isolated-throughput
+ratios between configurations of one model (units differ between models). See docs/jobs.md
+("Fitted traffic").
 """
 
 from __future__ import annotations
@@ -34,194 +31,40 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 import netsim
-from netsim import ScenarioError, Shape, SimulationError, compile_batch, kernels
+from netsim import ScenarioError, Shape, SimulationError, compile_batch, compile_scenario, kernels
 from netsim._checks import count, number
-from netsim.data import trace_path
-from netsim.topology._common import bandwidth
-from netsim.traces import read_trace
-from netsim.workloads import PATTERNS, Model
+from netsim.jobs import (
+    SERVER_COLLECTIVES,
+    DeepShareTable,
+    Job,
+    Model,
+    Paces,
+    deepshare_cluster,
+    iteration_paces,
+    job_workload,
+    spearman,
+)
+from netsim.workloads import concat
 
 from ._fit import _OPTIM, descend
 
 __all__ = [
-    "DEEPSHARE_PATTERNS",
-    "DeepShareTable",
-    "JobFabric",
     "JobFit",
     "JobParams",
     "JobPrediction",
     "colocation_errors",
-    "egress",
+    "fit_cluster",
     "fit_jobs",
-    "isolated_time",
-    "parse_key",
     "predict_jobs",
-    "spearman",
 ]
-
-#: communication pattern of each model of DeepShare's traces (netsim.workloads.PATTERNS)
-DEEPSHARE_PATTERNS: dict[str, str] = {
-    "MobileNetV3": "allreduce",
-    "GraphSage": "allreduce",
-    "FSDP": "fsdp",
-    "Transformer-XL": "allreduce",
-    "DLRM": "alltoall",
-    "MoE": "alltoall",
-}
 
 Config = tuple[str, int, int]  # (model, total GPUs, servers spanned)
 
 
-def parse_key(key: str, *, where: str = "key", models: Mapping[str, str] = DEEPSHARE_PATTERNS) -> Config:
-    """Parses a key: "MoE,8,2" -> ("MoE", 8, 2), checked: a known model, GPUs >= 2 divisible over >= 2 servers.
-
-    Raises:
-        ScenarioError: naming `where` and the key.
-    """
-    parts = key.split(",") if isinstance(key, str) else []
-    if len(parts) != 3 or not parts[1].strip().isdigit() or not parts[2].strip().isdigit():
-        raise ScenarioError(f"{where}: expected 'Model,total_gpus,num_nodes_spanned', got {key!r}")
-    model, gpus, nodes = parts[0].strip(), int(parts[1]), int(parts[2])
-    if model not in models:
-        raise ScenarioError(f"{where}: unknown model {model!r} in {key!r}; known: {sorted(models)}")
-    if nodes < 2 or gpus < nodes or gpus % nodes:
-        raise ScenarioError(
-            f"{where}: {key!r} needs >= 2 servers and a whole number of GPUs per server "
-            f"(total_gpus a multiple of num_nodes_spanned)"
-        )
-    return model, gpus, nodes
-
-
-def _number_cell(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ScenarioError(f"{where}: expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ScenarioError(f"{where}: expected a finite number > 0, got {text!r}")
-    return value
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class DeepShareTable:
-    """DeepShare's two measured tables.
-
-    Attributes:
-        configs: the co-location table's keys, in its order.
-        isolated: per config, the measured isolated throughput (samples/s; units differ per model).
-        ratio: C x C, [a, b] = throughput of configs[a] next to configs[b] over its throughput alone
-            (the file clips values at 1.0).
-    """
-
-    configs: tuple[Config, ...]
-    isolated: Mapping[Config, float]
-    ratio: np.ndarray
-
-    @classmethod
-    def load(cls, isolated: str | None = None, ratio: str | None = None) -> DeepShareTable:
-        """Reads the tables (default: the shipped sched_deepshare_*.csv)."""
-        iso_path = isolated or trace_path("sched_deepshare_isolated_thp.csv")
-        ratio_path = ratio or trace_path("sched_deepshare_shared_thp_ratio.csv")
-        (iso,) = read_trace(iso_path).tables
-        (tab,) = read_trace(ratio_path).tables
-        thp = {}
-        for i, row in enumerate(iso.rows):
-            cfg = parse_key(row[0], where=f"isolated row {i + 1}")
-            thp[cfg] = _number_cell(row[1], f"isolated row {i + 1} ({row[0]!r})")
-        cols = [parse_key(c, where=f"ratio column {j}") for j, c in enumerate(tab.columns[1:], 1)]
-        rows = [parse_key(r[0], where=f"ratio row {i + 1}") for i, r in enumerate(tab.rows)]
-        if rows != cols:
-            raise ScenarioError("ratio: rows and columns must list the same keys in the same order")
-        missing = [c for c in rows if c not in thp]
-        if missing:
-            raise ScenarioError(f"isolated: no throughput for {missing[:3]}")
-        values = np.array(
-            [
-                [_number_cell(x, f"ratio row {i + 1} ({r[0]!r}) column {j + 1}") for j, x in enumerate(r[1:])]
-                for i, r in enumerate(tab.rows)
-            ]
-        )
-        return cls(tuple(rows), thp, values)
-
-    def pairs(self) -> tuple[tuple[int, int], ...]:
-        """Every unordered pair (a <= b) of configs: one simulation gives [a, b] and [b, a]."""
-        n = len(self.configs)
-        return tuple((a, b) for a in range(n) for b in range(a, n))
-
-    def split(self, seed: int = 0) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
-        """The unordered pairs shuffled (seeded) and cut in two halves: (fit, held out)."""
-        pairs = self.pairs()
-        order = np.random.default_rng(seed).permutation(len(pairs))
-        half = len(pairs) // 2
-        return tuple(pairs[i] for i in sorted(order[:half])), tuple(pairs[i] for i in sorted(order[half:]))
-
-    def noise(self) -> dict[str, float]:
-        """The table's own scatter, a floor for any model: entries clipped at exactly 1.000; the table
-        against its transpose (r[a, b] against r[b, a], a != b: who slows whom is not symmetric, but
-        the contention they share is); and the same for jobs of one model at different placements."""
-        r = self.ratio
-        n = len(self.configs)
-        off = [(a, b) for a in range(n) for b in range(a + 1, n)]
-        same = [(a, b) for a, b in off if self.configs[a][0] == self.configs[b][0]]
-        d = lambda pairs: [abs(r[a, b] - r[b, a]) for a, b in pairs]
-        return {
-            "entries": float(r.size),
-            "clipped_at_1": float(np.sum(r == 1.0)),
-            "transpose_mae": float(np.mean(d(off))),
-            "transpose_spearman": spearman([r[a, b] for a, b in off], [r[b, a] for a, b in off]),
-            "same_model_transpose_mae": float(np.mean(d(same))),
-        }
-
-
-@dataclasses.dataclass(frozen=True)
-class JobFabric:
-    """A DeepShare-like cluster: `servers` servers of 8 GPUs, each with one NIC to one switch, and a
-    PCIe link each way between the server's GPUs and its NIC.
-
-    Attributes:
-        servers: at least the most servers a measured job spans (8 for DeepShare's keys).
-        nic: bytes/s each way (default 100 Gb/s, InfiniBand HDR100 / ConnectX-6 at 100 Gb/s).
-        pcie: bytes/s each way between the GPUs and the NIC (default 13 GB/s, the usual measured rate
-            of a PCIe 3.0 x16 slot, 15.75 GB/s raw).
-    """
-
-    servers: int = 8
-    nic: float = 100e9 / 8
-    pcie: float = 13e9
-
-    @classmethod
-    def of(cls, servers: int = 8, *, nic="100 Gbps", pcie="13 GB/s") -> JobFabric:
-        return cls(count(servers, "servers", minimum=2), bandwidth(nic, "nic"), bandwidth(pcie, "pcie"))
-
-    def links(self) -> tuple[netsim.Link, ...]:
-        out = []
-        for s in range(self.servers):
-            gpus, nic = f"n{s}/gpus", f"n{s}/nic"
-            out += [
-                netsim.Link(f"{gpus}>nic", gpus, nic, self.pcie),
-                netsim.Link(f"{nic}>gpus", nic, gpus, self.pcie),
-                netsim.Link(f"{nic}>switch", nic, "switch", self.nic),
-                netsim.Link(f"switch>{nic}", "switch", nic, self.nic),
-            ]
-        return tuple(out)
-
-    def route(self, src: int, dst: int) -> tuple[str, ...]:
-        return (f"n{src}/gpus>nic", f"n{src}/nic>switch", f"switch>n{dst}/nic", f"n{dst}/nic>gpus")
-
-    def to_dict(self) -> dict:
-        return {"servers": self.servers, "nic_bytes_per_s": self.nic, "pcie_bytes_per_s": self.pcie}
-
-
-def egress(kind: str, gpus: int, servers: int) -> float:
-    """Bytes each server sends off-server in one collective of size S = 1 (ring leaving each server once;
-    direct all-to-all)."""
-    if kind == "allreduce":
-        return 2.0 * (gpus - 1) / gpus
-    if kind in ("allgather", "reducescatter"):
-        return (gpus - 1) / gpus
-    if kind == "alltoall":
-        return gpus / servers * (1.0 - 1.0 / servers)
-    raise ScenarioError(f"pattern phase: no traffic model for {kind!r}")
+def fit_cluster():
+    """The cluster the fit runs on: `deepshare_cluster` with 8 servers (the most a measured key spans)
+    of 8 GPUs (two jobs of up to 4 GPUs per server side by side), non-blocking between the leaves."""
+    return deepshare_cluster(8, 8, oversubscription=1.0)
 
 
 class JobParams(eqx.Module):
@@ -241,7 +84,7 @@ class JobParams(eqx.Module):
         log = lambda f: np.log(np.array([max(f(models[m]), 1e-12) for m in names], np.float64))
         return cls(log(lambda m: m.compute), log(lambda m: m.comm_bytes), log(lambda m: m.sync), tuple(names))
 
-    def to_models(self, patterns: Mapping[str, str] = DEEPSHARE_PATTERNS, note: str = "") -> dict[str, Model]:
+    def to_models(self, patterns: Mapping[str, str], note: str = "") -> dict[str, Model]:
         c, s, y = (np.exp(np.asarray(x)) for x in (self.log_compute, self.log_bytes, self.log_sync))
         return {
             m: Model(patterns[m], float(c[i]), float(s[i]), note, float(y[i]))
@@ -255,14 +98,17 @@ class JobParams(eqx.Module):
 class JobBatch(eqx.Module):
     """Pair and isolated scenarios at one padded shape, with what the parameters set per item.
 
+    Every item of `job_workload` is linear in its job's parameters: a task's s and a flow's bytes are
+    a compute share times compute plus a byte share times S, a flow's overhead its own plus a share of
+    sync. The shares are read off two builds of each job at different unit parameters.
+
     Attributes:
         network: the fabric (shared by every scenario).
         program: B stacked programs; sizes and overheads are rewritten from the parameters.
         model: B x 2, the model index of each job slot (slot 1 of an isolated scenario: unused).
         slot: B x N, the job slot of each item.
-        task: B x N, True for compute tasks.
-        coef: B x N, a task's share of the compute time, a flow's bytes per byte of S.
-        sync: B x N, a flow's share of its job's sync latency.
+        per_compute, per_byte: B x N, an item's size per s of compute and per byte of S.
+        per_sync: B x N, a flow's overhead per s of its job's sync (its own overhead is the program's).
         ends: B x 2 x I x N, the items ending iteration i of each slot.
         iterations: B x 2, iterations of each slot (0: no job).
     """
@@ -271,79 +117,62 @@ class JobBatch(eqx.Module):
     program: kernels.Program
     model: Int[Array, "B 2"]
     slot: Int[Array, "B N"]
-    task: Bool[Array, "B N"]
-    coef: Float[Array, "B N"]
-    sync: Float[Array, "B N"]
+    per_compute: Float[Array, "B N"]
+    per_byte: Float[Array, "B N"]
+    per_sync: Float[Array, "B N"]
     ends: Bool[Array, "B 2 I N"]
     iterations: Int[Array, "B 2"]
     max_events: int = eqx.field(static=True)
 
 
-def _job_items(tag: str, cfg: Config, iterations: int, fabric: JobFabric, patterns: Mapping[str, str]):
-    """(flows, tasks, per item (slot-free) coef / sync / is-task, ids ending each iteration)."""
-    model, gpus, servers = cfg
-    if servers > fabric.servers:
-        raise ScenarioError(
-            f"{model},{gpus},{servers}: spans {servers} servers; the fabric has {fabric.servers}"
+def _placements(jobs: Sequence[tuple[Config, int]], fabric) -> list[tuple[str, ...]]:
+    """Each job spread evenly over the first servers of its key, the jobs side by side on each server."""
+    gpus = fabric.gpus()
+    server = {g: g.rsplit("/", 1)[0] for g in gpus}
+    servers = list(dict.fromkeys(server.values()))
+    used = {s: 0 for s in servers}
+    out = []
+    for (model, g, n), _ in jobs:
+        if n > len(servers):
+            raise ScenarioError(f"{model},{g},{n}: spans {n} servers; the fabric has {len(servers)}")
+        mine = []
+        for s in servers[:n]:
+            free = [x for x in gpus if server[x] == s][used[s] :]
+            if len(free) < g // n:
+                raise ScenarioError(
+                    f"{model},{g},{n}: no {g // n} free GPUs left on server {s!r} for the pair"
+                )
+            mine += free[: g // n]
+            used[s] += g // n
+        out.append(tuple(mine))
+    return out
+
+
+def _scenario(jobs: Sequence[tuple[Config, int]], start: Mapping[str, Model], fabric):
+    """The scenario of jobs [(config, iterations)] at unit parameters, each item's (slot, shares), and
+    the ids ending each job's iterations."""
+    parts, meta, ends = [], {}, []
+    for slot, (((model, g, _), its), gpus) in enumerate(zip(jobs, _placements(jobs, fabric), strict=True)):
+        pattern = start[model].pattern
+        (w1, e), (w2, _) = (
+            job_workload(
+                Job("ab"[slot], 0.0, g, its, c, pattern, 1.0, sync=y), gpus, collectives=SERVER_COLLECTIVES
+            )
+            for c, y in ((1.0, 0.0), (2.0, 1.0))
         )
-    if gpus // servers > 4:
-        raise ScenarioError(f"{model},{gpus},{servers}: two such jobs need more than 8 GPUs per server")
-    phases = PATTERNS[patterns[model]]
-    comm = sum(kind != "compute" for kind, _ in phases)
-    flows, tasks, meta, ends = [], [], {}, []
-    prev: tuple[str, ...] = ()
-    for it in range(iterations):
-        for k, (kind, share) in enumerate(phases):
-            pid = f"{tag}/it{it}/p{k}"
-            if kind == "compute":
-                tasks.append(netsim.Task(pid, f"{tag}/gpus", 1.0, after=prev))
-                meta[pid] = (share, 0.0, True)
-                prev = (pid,)
-            else:
-                ids = []
-                for s in range(servers):
-                    fid = f"{pid}/n{s}"
-                    dst = (s + 1) % servers
-                    flows.append(
-                        netsim.Flow(
-                            fid, f"n{s}/gpus", f"n{dst}/gpus", 1.0, route=fabric.route(s, dst), after=prev
-                        )
-                    )
-                    meta[fid] = (share * egress(kind, gpus, servers), (servers - 1) / comm, False)
-                    ids.append(fid)
-                prev = tuple(ids)
-        ends.append(prev)
-    return flows, tasks, meta, ends
-
-
-def _scenario(jobs: Sequence[tuple[Config, int]], fabric: JobFabric, patterns: Mapping[str, str]):
-    flows, tasks, meta, ends = [], [], {}, []
-    for slot, (cfg, its) in enumerate(jobs):
-        f, t, m, e = _job_items("ab"[slot], cfg, its, fabric, patterns)
-        flows += f
-        tasks += t
-        meta |= {k: (slot, *v) for k, v in m.items()}
+        size = lambda z: z.bytes if isinstance(z, netsim.Flow) else z.duration
+        for x, y in zip((*w1.flows, *w1.tasks), (*w2.flows, *w2.tasks), strict=True):
+            sync = y.overhead - x.overhead if isinstance(x, netsim.Flow) else 0.0
+            meta[x.id] = (slot, size(y) - size(x), 2 * size(x) - size(y), sync)
+        parts.append(w1)
         ends.append(e)
     name = " | ".join(f"{c[0]},{c[1]},{c[2]}" for c, _ in jobs)
-    return netsim.Scenario(fabric.links(), flows, tasks, name=name), meta, ends
+    return concat(parts).scenario(fabric, name=name), meta, ends
 
 
-def isolated_time(model: Model, gpus: int, servers: int, fabric: JobFabric) -> float:
-    """Closed form of a job's iteration alone on `fabric`: compute + sync (servers - 1) + each
-    communication phase's per-server egress at the slower of NIC and PCIe (each link carries one flow)."""
-    phases = PATTERNS[model.pattern]
-    volume = sum(share * egress(kind, gpus, servers) for kind, share in phases if kind != "compute")
-    return (
-        model.compute + model.sync * (servers - 1) + volume * model.comm_bytes / min(fabric.nic, fabric.pcie)
-    )
-
-
-def _iterations(
-    start: Mapping[str, Model], fabric: JobFabric, a: Config, b: Config, most: int
-) -> tuple[int, int]:
-    """Iterations of the two jobs of a pair: the slower runs 2, the faster long enough to outlast it
-    (3 of the slower's isolated iterations), at most `most`."""
-    ta, tb = (isolated_time(start[c[0]], c[1], c[2], fabric) for c in (a, b))
+def _iterations(ta: float, tb: float, most: int) -> tuple[int, int]:
+    """Iterations of the two jobs of a pair from their iterations alone: the slower runs 2, the faster
+    long enough to outlast it (3 of the slower's iterations), at most `most`."""
     slow = max(ta, tb)
     n = lambda t: 2 if t >= slow else int(min(most, max(2, math.ceil(3 * slow / t))))
     return n(ta), n(tb)
@@ -354,8 +183,7 @@ def lay_out_jobs(
     pairs: Sequence[tuple[int, int]],
     start: Mapping[str, Model],
     *,
-    fabric: JobFabric,
-    patterns: Mapping[str, str] = DEEPSHARE_PATTERNS,
+    fabric,
     models: Sequence[str],
     max_iterations: int = 6,
 ) -> tuple[JobBatch, int]:
@@ -364,30 +192,35 @@ def lay_out_jobs(
     Returns (batch, index of the first pair scenario).
     """
     index = {m: i for i, m in enumerate(models)}
+    estimate = Paces(fabric, collectives=SERVER_COLLECTIVES).estimate
+    alone = {  # s per iteration alone: the environment's estimate, plus the sync latency it leaves out
+        c: estimate(((m.pattern, m.compute, m.comm_bytes, c[1]), _placements([(c, 1)], fabric)[0]))
+        + m.sync * (c[2] - 1)
+        for c, m in ((c, start[c[0]]) for c in dict.fromkeys(configs))
+    }
     jobs = [[(c, 1)] for c in configs]
     for a, b in pairs:
-        na, nb = _iterations(start, fabric, configs[a], configs[b], max_iterations)
+        na, nb = _iterations(alone[configs[a]], alone[configs[b]], max_iterations)
         jobs.append([(configs[a], na), (configs[b], nb)])
-    built = [_scenario(j, fabric, patterns) for j in jobs]
-    # every pair fits this shape: the slower job 2 iterations, the faster max_iterations, <= 18 items each
-    worst = Shape.holding(
-        (2 + max_iterations) * (2 + 2 * fabric.servers), 4, fabric.servers, 4 * fabric.servers + 2
+    built = [_scenario(j, start, fabric) for j in jobs]
+    compiled = [compile_scenario(s) for s, _, _ in built]
+    # each size rounded up to a power of two: the rounds of a fit, whose iteration counts move, share a shape
+    shape = functools.reduce(Shape.__or__, (c.shape for c in compiled))
+    batch = compile_batch(
+        compiled, shape=Shape(*(1 << (n - 1).bit_length() for n in dataclasses.astuple(shape)))
     )
-    batch = compile_batch([s for s, _, _ in built], shape=worst)
     n_items, n_it = batch.shape.items, max(max_iterations, 2)
     B = len(built)
     model = np.zeros((B, 2), np.int32)
     slot = np.zeros((B, n_items), np.int32)
-    task = np.zeros((B, n_items), bool)
-    coef = np.zeros((B, n_items))
-    sync = np.zeros((B, n_items))
+    per_compute, per_byte, per_sync = (np.zeros((B, n_items)) for _ in range(3))
     ends = np.zeros((B, 2, n_it, n_items), bool)
     iters = np.zeros((B, 2), np.int32)
     for k, ((scenario, meta, its_ends), js) in enumerate(zip(built, jobs, strict=True)):
         ids = [f.id for f in scenario.flows] + [t.id for t in scenario.tasks]
         pos = {i: n for n, i in enumerate(ids)}
-        for i, (s, c, y, is_task) in ((pos[i], v) for i, v in meta.items()):
-            slot[k, i], coef[k, i], sync[k, i], task[k, i] = s, c, y, is_task
+        for i, (s, c, b, y) in ((pos[i], v) for i, v in meta.items()):
+            slot[k, i], per_compute[k, i], per_byte[k, i], per_sync[k, i] = s, c, b, y
         for s, ((cfg, n), e) in enumerate(zip(js, its_ends, strict=True)):
             model[k, s] = index[cfg[0]]
             iters[k, s] = n
@@ -395,7 +228,9 @@ def lay_out_jobs(
                 ends[k, s, it, [pos[i] for i in last]] = True
     net = kernels.Network(np.asarray(batch.network.capacity[0]), np.asarray(batch.network.latency[0]))
     return (
-        JobBatch(net, batch.program, model, slot, task, coef, sync, ends, iters, batch.max_events),
+        JobBatch(
+            net, batch.program, model, slot, per_compute, per_byte, per_sync, ends, iters, batch.max_events
+        ),
         len(configs),
     )
 
@@ -411,23 +246,16 @@ def _local(params: JobParams, b: JobBatch) -> Float[Array, "B 2 3"]:
 
 def paces(local: Float[Array, "B 2 3"], b: JobBatch) -> tuple[Float[Array, "B 2"], Int[Array, " B"]]:
     """Per scenario and job slot, the mean s per iteration over the iterations that ended while the
-    other job still ran (all of them when alone), and the engine's status per scenario."""
+    other job still ran (all of them when alone: `iteration_paces`), and the engine's status per scenario."""
     x = jnp.exp(local)
     pick = lambda j: jnp.take_along_axis(x[:, :, j], b.slot, axis=1)  # B x N
-    size = b.coef * jnp.where(b.task, pick(0), pick(1))
-    overhead = b.sync * pick(2)
+    size = b.per_compute * pick(0) + b.per_byte * pick(1)
     p = b.program
-    prog = kernels.Program(p.route, size, p.release, overhead, p.after)
+    prog = kernels.Program(p.route, size, p.release, p.overhead + b.per_sync * pick(2), p.after)
     run = functools.partial(kernels.run, max_events=b.max_events)
     state = jax.vmap(run, in_axes=netsim.batch_axes(b.network, prog))(b.network, prog)
     ends = jnp.max(jnp.where(b.ends, state.finish[:, None, None, :], 0.0), axis=-1)  # B x 2 x I
-    valid = jnp.arange(ends.shape[-1], dtype=b.iterations.dtype)[None, None, :] < b.iterations[:, :, None]
-    last = jnp.max(jnp.where(valid, ends, 0.0), axis=-1)  # B x 2
-    other = jnp.where(b.iterations[:, ::-1] > 0, last[:, ::-1], jnp.inf)
-    m = jnp.sum(valid & (ends <= other[:, :, None] * (1 + 1e-9)), axis=-1)
-    m = jnp.maximum(m, 1).astype(b.iterations.dtype)
-    at = jnp.take_along_axis(ends, (m - 1)[:, :, None], axis=-1)[:, :, 0]
-    return at / m.astype(at.dtype), state.status
+    return iteration_paces(ends, b.iterations), state.status
 
 
 class _Targets(eqx.Module):
@@ -562,25 +390,6 @@ class JobPrediction:
         return out | {"isolated_mean_rel_err": float(iso.mean()), "isolated_max_rel_err": float(iso.max())}
 
 
-def spearman(x, y) -> float:
-    """Spearman rank correlation (ties share their mean rank)."""
-
-    def rank(v):
-        v = np.asarray(v, float)
-        order = np.argsort(v, kind="stable")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v), dtype=float)
-        for value in np.unique(v):
-            tie = v == value
-            r[tie] = r[tie].mean()
-        return r
-
-    rx, ry = rank(x), rank(y)
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 def colocation_errors(simulated, measured) -> dict[str, float]:
     """Mean and max |simulated - measured| of the ratio, and their Spearman rank correlation."""
     d = np.abs(np.asarray(simulated, float) - np.asarray(measured, float))
@@ -607,7 +416,6 @@ def _setup(table, pairs, models_for_layout, fabric, patterns, max_iterations):
         pairs,
         models_for_layout,
         fabric=fabric,
-        patterns=patterns,
         models=names,
         max_iterations=max_iterations,
     )
@@ -619,12 +427,12 @@ def predict_jobs(
     table: DeepShareTable | None = None,
     *,
     pairs: Sequence[tuple[int, int]] | None = None,
-    fabric: JobFabric | None = None,
+    fabric: netsim.topology.Topology | None = None,
     max_iterations: int = 6,
 ) -> JobPrediction:
     """Simulates the isolated configs and the co-location `pairs` (default all) under `models`."""
     table = table or DeepShareTable.load()
-    fabric = fabric or JobFabric()
+    fabric = fabric or fit_cluster()
     patterns = {m: models[m].pattern for m in models}
     names, pairs, batch, t = _setup(table, pairs, models, fabric, patterns, max_iterations)
     params = JobParams.from_models(models, names)
@@ -654,7 +462,7 @@ class JobFit:
     """Fitted job models and how the fit went.
 
     Attributes:
-        models: per model, the fitted netsim.workloads.Model.
+        models: per model, the fitted netsim.jobs.Model.
         params: the fitted JobParams.
         loss, history, steps: as calibrate.FitResult (loss: mean squared ratio error + iso_weight x
             mean squared log isolated-throughput-ratio error).
@@ -667,7 +475,7 @@ class JobFit:
     loss: float
     history: tuple[float, ...]
     prediction: JobPrediction
-    fabric: JobFabric
+    fabric: netsim.topology.Topology
 
     def to_json(self, command: str = "") -> str:
         """The fitted models as netsim/data/job_models.json holds them."""
@@ -675,7 +483,7 @@ class JobFit:
             "source": "netsim.calibrate.jobs.fit_jobs on DeepShare's measured tables "
             "(netsim/data/traces/sched_deepshare_*.csv)",
             "command": command,
-            "fabric": self.fabric.to_dict(),
+            "fabric": {"name": self.fabric.name, "links": len(self.fabric.links)},
             "fit": self.prediction.errors() | {"loss": self.loss, "steps": len(self.history)},
             "models": {
                 m: {"pattern": x.pattern, "compute": x.compute, "comm_bytes": x.comm_bytes, "sync": x.sync}
@@ -690,7 +498,7 @@ def fit_jobs(
     *,
     start: Mapping[str, Model] | None = None,
     pairs: Sequence[tuple[int, int]] | None = None,
-    fabric: JobFabric | None = None,
+    fabric: netsim.topology.Topology | None = None,
     steps: int = 150,
     rounds: int = 2,
     learning_rate: float = 0.1,
@@ -704,10 +512,10 @@ def fit_jobs(
 
     Args:
         table: the measurements (default: the shipped DeepShareTable).
-        start: starting models by name (default: netsim.workloads.MODELS).
+        start: starting models by name (default: netsim.jobs.MODELS).
         pairs: unordered config pairs (a <= b) whose co-location entries are fitted (default all);
             the isolated-throughput ratios are always fitted.
-        fabric: the cluster (default JobFabric(): 8 servers, 100 Gb/s NICs, 13 GB/s PCIe); held fixed.
+        fabric: the cluster (default `fit_cluster()`: 8 PCIe servers of 8 GPUs, 100 Gb/s NICs); held fixed.
         steps: most Adam steps per round; rounds: the pairs' iteration counts are laid out again from
             the current models at each round (same padded shape: no new compile).
         learning_rate: peak Adam rate, in log units.
@@ -720,10 +528,10 @@ def fit_jobs(
         ScenarioError: bad pairs, a model without a pattern, a config the fabric cannot hold.
         SimulationError: a scenario that did not finish.
     """
-    from netsim.workloads import MODELS
+    from netsim.jobs import MODELS
 
     table = table or DeepShareTable.load()
-    fabric = fabric or JobFabric()
+    fabric = fabric or fit_cluster()
     models = dict(start or MODELS)
     steps, rounds = count(steps, "fit_jobs: steps"), count(rounds, "fit_jobs: rounds")
     learning_rate = number(learning_rate, "fit_jobs: learning_rate", positive=True)

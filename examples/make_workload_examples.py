@@ -19,9 +19,9 @@ import numpy as np
 import netsim
 from netsim._checks import write_atomic
 from netsim.data import trace_path
-from netsim.studies import colocation_matrix, run_jobs
+from netsim.jobs import MODELS, Job, colocation_matrix, run_jobs
 from netsim.topology import cluster, leaf_spine, pcie_server
-from netsim.workloads import MODELS, Job, Offload, TransformerStage, pipeline
+from netsim.workloads import Offload, TransformerStage, pipeline
 
 HERE = Path(__file__).resolve().parent
 

@@ -4,10 +4,10 @@ its JCT with the placement heuristics and simulation-in-the-loop on a held-out D
     python examples/train_policy.py              # 16 updates of 8 episodes: minutes on a CPU
     python examples/train_policy.py --updates 2  # a quick look
 
-The policy scores each candidate placement of the head job (netsim.studies.CANDIDATES) from the job's and
+The policy scores each candidate placement of the head job (netsim.jobs.CANDIDATES) from the job's and
 the candidate's features, plus a "wait" score; the action is a masked softmax sample. Its forward and
 backward passes run under jax.vmap over the environments of a step and over the steps of an episode; the
-environments step together (`netsim.studies.JobEnvs`), their simulations batched. Seeded: the same command
+environments step together (`netsim.jobs.JobEnvs`), their simulations batched. Seeded: the same command
 prints the same numbers.
 """
 
@@ -23,8 +23,10 @@ import numpy as np
 import optax
 
 from netsim._cache import enable_compilation_cache
-from netsim.studies import (
+from netsim.jobs import (
+    CANDIDATE_FEATURES,
     CANDIDATES,
+    JOB_FEATURES,
     JobEnvs,
     Observation,
     Paces,
@@ -121,8 +123,6 @@ def train(
     batch = JobEnvs(topo, [trace] * envs, paces=paces)
     key = jax.random.PRNGKey(seed)
     key, sub = jax.random.split(key)
-    from netsim.studies._env import CANDIDATE_FEATURES, JOB_FEATURES
-
     policy = Policy(len(JOB_FEATURES), len(CANDIDATE_FEATURES), sub)
     optim = optax.adam(lr)
     opt_state = optim.init(eqx.filter(policy, eqx.is_inexact_array))
@@ -155,7 +155,7 @@ def train(
 
 
 def trained_policy(policy: Policy):
-    """`netsim.studies.schedule`'s policy function for a trained Policy (greedy)."""
+    """`netsim.jobs.schedule`'s policy function for a trained Policy (greedy)."""
 
     def trained(obs, envs):
         return np.asarray(greedy(policy, obs))

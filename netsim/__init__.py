@@ -26,7 +26,7 @@ _NAMES = {
     "._simulate": ("simulate",),
     ".kernels": ("Status",),
 }
-_MODULES = ("kernels", "studies", "topology", "traces", "workloads")
+_MODULES = ("jobs", "kernels", "studies", "topology", "traces", "workloads")
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 
 

@@ -7,6 +7,7 @@ import netsim.calibrate
 
 import netsim
 import netsim.data
+import netsim.jobs
 import netsim.sweep
 from netsim import kernels, studies, topology, traces, workloads
 
@@ -51,7 +52,7 @@ def test_top_level_names():
         "SimulationError",
         "check_status",  # one status, one error base
     }
-    assert {"kernels", "studies", "topology", "traces", "workloads"} <= set(dir(netsim))
+    assert {"jobs", "kernels", "studies", "topology", "traces", "workloads"} <= set(dir(netsim))
 
 
 def test_kernel_names():
@@ -100,13 +101,6 @@ def test_workload_names():
         "TransformerStage",
         "pipeline",
         "pipeline_order",  # pipeline parallelism
-        "MODELS",
-        "PATTERNS",
-        "Job",
-        "Model",
-        "job_workload",
-        "POLICIES",
-        "place",  # jobs and their placement
         "ChakraNode",
         "ChakraTrace",
         "ImportedRun",
@@ -115,8 +109,6 @@ def test_workload_names():
         "read_chakra",
         "read_simai",
         "simulate_workload",  # workloads imported from SimAI and Chakra files
-        "MODELS_PATH",
-        "load_models",  # the fitted job models (netsim/data/job_models.json)
     }
     # the function, not a module of the same name; the collective builders' module is the only public one
     assert inspect.isfunction(workloads.pipeline)
@@ -131,26 +123,51 @@ def test_study_names():
         "RingSearch",
         "crossings",
         "search_rings",
+    }
+
+
+def test_job_names():
+    assert public(netsim.jobs) == {
+        "Job",
+        "Model",
+        "MODELS",
+        "MODELS_PATH",
+        "PATTERNS",
+        "SERVER_COLLECTIVES",
+        "job_workload",
+        "load_models",  # the one traffic model and the fitted models (netsim/data/job_models.json)
+        "POLICIES",
+        "place",  # placement
         "JobRun",
         "Schedule",
         "colocation",
         "colocation_matrix",
         "run_jobs",
-        "run_placed",
+        "run_placed",  # exact joint simulations
+        "Paces",
+        "iteration_paces",  # the one pace rule
         "CANDIDATES",
+        "CANDIDATE_FEATURES",
+        "JOB_FEATURES",
         "ActionError",
         "JobEnv",
         "JobEnvs",
-        "Observation",
-        "Paces",
-        "DEEPSHARE_REFERENCE",
+        "Observation",  # the environment
         "JOB_POLICIES",
+        "schedule",
+        "policy_summary",
+        "policy_table",
+        "save_schedules",
+        "plot_jct_cdf",  # policies over it and their tables
+        "DEEPSHARE_REFERENCE",
+        "DeepShareTable",
         "deepshare_cluster",
         "deepshare_mix",
         "deepshare_trace",
+        "parse_key",
+        "spearman",  # DeepShare's cluster, tables and traces
         "format_job_trace",
-        "read_job_trace",
-        "schedule",
+        "read_job_trace",  # the trace CSV of `netsim jobs`
     }
 
 

@@ -2,8 +2,8 @@
 
 Everything here builds a `Workload` (or a scenario) without simulating it, except `simulate_workload`,
 which runs a workload imported from SimAI or Chakra files and reports it as those simulators do;
-questions answered by simulating many of them (size sweeps, ring search, job scheduling) live in
-`netsim.studies`.
+questions answered by simulating many of them (size sweeps, ring search) live in `netsim.studies`,
+and training jobs on a shared cluster in `netsim.jobs`.
 """
 
 from ._base import Fabric as Fabric
@@ -18,13 +18,6 @@ from ._import_chakra import read_chakra as read_chakra
 from ._import_simai import SimAILayer as SimAILayer
 from ._import_simai import SimAIWorkload as SimAIWorkload
 from ._import_simai import read_simai as read_simai
-from ._jobs import MODELS as MODELS
-from ._jobs import MODELS_PATH as MODELS_PATH
-from ._jobs import PATTERNS as PATTERNS
-from ._jobs import Job as Job
-from ._jobs import Model as Model
-from ._jobs import job_workload as job_workload
-from ._jobs import load_models as load_models
 from ._pipeline import SCHEDULES as SCHEDULES
 from ._pipeline import Offload as Offload
 from ._pipeline import Op as Op
@@ -35,8 +28,6 @@ from ._pipeline import StageCosts as StageCosts
 from ._pipeline import TransformerStage as TransformerStage
 from ._pipeline import pipeline as pipeline
 from ._pipeline import pipeline_order as pipeline_order
-from ._placement import POLICIES as POLICIES
-from ._placement import place as place
 from .collectives import Collective as Collective
 from .collectives import Transfer as Transfer
 from .collectives import allgather as allgather

@@ -1,6 +1,6 @@
 """Job traffic models fitted to DeepShare's tables (netsim.calibrate.jobs): the isolated iteration
 against its closed form, the loss gradient against finite differences, a short fit lowering the loss,
-the shipped models, and clear errors for bad tables. One small layout (2 servers, 2 configs) for all."""
+the shipped models, and clear errors for bad pairs. One small layout (2 servers, 3 configs) for all."""
 
 import dataclasses
 
@@ -11,9 +11,19 @@ import pytest
 from netsim.calibrate import jobs
 
 from netsim import ScenarioError
-from netsim.workloads import MODELS, Job, Model, job_workload, load_models
+from netsim.jobs import (
+    MODELS,
+    SERVER_COLLECTIVES,
+    DeepShareTable,
+    Job,
+    Model,
+    Paces,
+    deepshare_cluster,
+    job_workload,
+    load_models,
+)
 
-FABRIC = jobs.JobFabric.of(2, nic="100 Gbps", pcie="13 GB/s")
+FABRIC = deepshare_cluster(2, 8, oversubscription=1.0)  # NICs of 100 Gb/s, PCIe faster
 CONFIGS = (("FSDP", 2, 2), ("MoE", 2, 2), ("MoE", 4, 2))
 START = {
     "FSDP": Model("fsdp", 0.05, 2e8, "", 2e-3),
@@ -23,9 +33,9 @@ START = {
 
 @pytest.fixture(scope="module")
 def tiny():
-    full = jobs.DeepShareTable.load()
+    full = DeepShareTable.load()
     idx = [full.configs.index(c) for c in CONFIGS]
-    return jobs.DeepShareTable(CONFIGS, {c: full.isolated[c] for c in CONFIGS}, full.ratio[np.ix_(idx, idx)])
+    return DeepShareTable(CONFIGS, {c: full.isolated[c] for c in CONFIGS}, full.ratio[np.ix_(idx, idx)])
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +56,7 @@ def layout(table):
 
 def test_isolated_iteration_is_the_closed_form(pred):
     # alone, a job's iteration is compute + sync x (servers - 1) + its per-server egress at the NIC
-    # (the slower link; each link carries one flow): FSDP 2 GPUs on 2 servers moves (1/2 + 1/2) S
+    # (the slowest link; each NIC carries one flow): FSDP 2 GPUs on 2 servers moves (1/2 + 1/2) S
     nic = 100e9 / 8
     fsdp = 0.05 + 2e-3 + 2e8 / nic
     moe = lambda k: 0.03 + 1e-3 + 2 * k * (1 - 1 / 2) * 1.5e8 / nic  # two all-to-alls of k S (1 - 1/n)
@@ -55,7 +65,11 @@ def test_isolated_iteration_is_the_closed_form(pred):
     assert pred.iso_configs == (("MoE", 4, 2),)
     assert pred.iso_simulated[0] == pytest.approx(2 * moe(1) / moe(2), rel=1e-9)
     for (m, g, n), t in zip(CONFIGS, pred.alone, strict=True):
-        assert t == pytest.approx(jobs.isolated_time(START[m], g, n, FABRIC), rel=1e-12)
+        # the estimate that sizes a pair's iterations
+        estimate = Paces(FABRIC, collectives=SERVER_COLLECTIVES).estimate
+        gpus = [f"n{s}/gpu{k}" for s in range(n) for k in range(g // n)]
+        member = ((START[m].pattern, START[m].compute, START[m].comm_bytes, g), tuple(gpus))
+        assert t == pytest.approx(estimate(member) + START[m].sync * (n - 1), rel=1e-12)
 
 
 def test_colocation_slows_both_and_self_pair_by_the_closed_form(pred):
@@ -108,7 +122,7 @@ def test_a_short_fit_lowers_the_loss(tiny):
 
 
 def test_shipped_models_are_fitted_and_run_as_jobs():
-    assert set(MODELS) == set(jobs.DEEPSHARE_PATTERNS)
+    assert set(MODELS) == {m for m, _, _ in DeepShareTable.load().configs}
     assert load_models() == MODELS
     for m in MODELS.values():
         assert m.compute > 0 and m.comm_bytes > 0 and m.sync >= 0
@@ -120,21 +134,10 @@ def test_shipped_models_are_fitted_and_run_as_jobs():
     assert max(f.overhead for f in w.flows) == pytest.approx(per_phase)
 
 
-def test_bad_tables_are_clear_errors(tmp_path, tiny):
-    with pytest.raises(ScenarioError, match="unknown model 'ResNet'"):
-        jobs.parse_key("ResNet,2,2")
-    with pytest.raises(ScenarioError, match="expected 'Model,total_gpus,num_nodes_spanned', got 'MoE,8'"):
-        jobs.parse_key("MoE,8")
-    with pytest.raises(ScenarioError, match="whole number of GPUs per server"):
-        jobs.parse_key("MoE,6,4")
-    iso = tmp_path / "iso.csv"
-    iso.write_text(',isol_thp\n"MoE,2,2",1.0\n"MoE,two,2",2.0\n')
-    with pytest.raises(ScenarioError, match=r"isolated row 2: expected .* got 'MoE,two,2'"):
-        jobs.DeepShareTable.load(str(iso))
-    iso.write_text(',isol_thp\n"MoE,2,2",fast\n')
-    with pytest.raises(ScenarioError, match="isolated row 1 \\('MoE,2,2'\\): expected a number, got 'fast'"):
-        jobs.DeepShareTable.load(str(iso))
+def test_bad_pairs_are_clear_errors(tiny):
     with pytest.raises(ScenarioError, match="pairs: expected"):
         jobs.predict_jobs(START, tiny, pairs=[(1, 0)], fabric=FABRIC)
     with pytest.raises(ScenarioError, match="MoE"):
         jobs.predict_jobs({"FSDP": START["FSDP"]}, tiny, fabric=FABRIC)
+    with pytest.raises(ScenarioError, match="MoE,4,2: no 2 free GPUs left on server 'n0' for the pair"):
+        jobs.predict_jobs(START, tiny, fabric=deepshare_cluster(2, 2))

@@ -1,12 +1,12 @@
-"""Training jobs compiled to workloads (netsim.workloads.Job, job_workload): validation with clear
+"""Training jobs compiled to workloads (netsim.jobs.Job, job_workload): validation with clear
 errors, and the per-rank phase chaining, read off the compiled workload without simulating it."""
 
 from __future__ import annotations
 
 import pytest
 
-from netsim import ScenarioError
-from netsim.workloads import Job, job_workload
+from netsim import ScenarioError, workloads
+from netsim.jobs import SERVER_COLLECTIVES, Job, job_workload
 
 GPUS = ["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"]
 
@@ -63,3 +63,33 @@ def test_single_gpu_and_compute_free_jobs():
     assert not solo.flows and len(solo.tasks) == 3
     comm, _ = job_workload(Job("c", 0.0, 2, 1, compute=0.0, comm_bytes=1e6), GPUS[:2])
     assert comm.flows and not comm.tasks
+
+
+@pytest.mark.parametrize("kind", ["allreduce", "allgather", "reducescatter", "alltoall"])
+def test_server_collectives_load_each_nic_as_the_per_rank_collective(kind):
+    # 3 servers of 2 ranks in ring order: the per-rank collective's bytes leaving each server (what its
+    # NIC carries) equal the one flow per server of SERVER_COLLECTIVES
+    ranks = [f"n{s}/gpu{g}" for s in range(3) for g in range(2)]
+    server = lambda gpu: gpu.split("/")[0]
+
+    def egress(workload):
+        out = dict.fromkeys(("n0", "n1", "n2"), 0.0)
+        for f in workload.flows:
+            if server(f.src) != server(f.dst):
+                out[server(f.src)] += f.bytes
+        return out
+
+    full = egress(getattr(workloads, kind)(ranks, 6e6, name="x").workload)
+    coarse = SERVER_COLLECTIVES[kind](ranks, 6e6, name="x").workload
+    assert len(coarse.flows) == 3
+    assert egress(coarse) == pytest.approx(full, rel=1e-12)
+    # within one server there is nothing to move, and a job there keeps its phases chained
+    assert not SERVER_COLLECTIVES[kind](ranks[:2], 6e6, name="y").workload.flows
+    w, ends = job_workload(
+        Job("a", 0.0, 2, 2, 0.1, "allreduce", 1e6), ranks[:2], collectives=SERVER_COLLECTIVES
+    )
+    assert not w.flows and ends == (
+        ("a/it0/p0/n0/gpu0", "a/it0/p0/n0/gpu1"),
+        ("a/it1/p0/n0/gpu0", "a/it1/p0/n0/gpu1"),
+    )
+    assert {t.id: t.after for t in w.tasks}["a/it1/p0/n0/gpu1"] == ("a/it0/p0/n0/gpu1",)

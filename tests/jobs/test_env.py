@@ -1,5 +1,5 @@
-"""The scheduling environment (netsim.studies.JobEnv / JobEnvs), its paces, the policies over it
-(netsim.studies.schedule, simulation-in-the-loop), trace files and `netsim jobs`."""
+"""The scheduling environment (netsim.jobs.JobEnv / JobEnvs), its paces, the policies over it
+(netsim.jobs.schedule, simulation-in-the-loop), trace files and `netsim jobs`."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ import json
 
 import numpy as np
 import pytest
-from test_job_scheduling import NIC, PCIE, servers
+from test_schedule import NIC, PCIE, servers
 
 from netsim import NetsimError, ScenarioError, cli
-from netsim.studies import (
+from netsim.jobs import (
     CANDIDATES,
+    MODELS,
     ActionError,
+    Job,
     JobEnv,
     JobEnvs,
     Paces,
@@ -23,7 +25,6 @@ from netsim.studies import (
     read_job_trace,
     schedule,
 )
-from netsim.workloads import MODELS, Job
 
 WAIT = len(CANDIDATES)
 
@@ -72,7 +73,7 @@ def first_allowed(k, mask):
 
 def test_pace_alone_and_side_by_side_closed_forms():
     # Alone across two servers, a ring AllReduce takes c + 2(n - 1) S/n / NIC per iteration (see
-    # test_job_scheduling). Two identical jobs on the same two servers stay mirror images and share both
+    # test_schedule). Two identical jobs on the same two servers stay mirror images and share both
     # uplinks at half rate: iteration c + 2a, a the AllReduce time alone. On other servers: no change.
     c, size = 0.01, 1e8
     a = 2 * 3 * size / 4 / NIC

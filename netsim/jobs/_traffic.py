@@ -1,8 +1,8 @@
 """Training jobs compiled to workloads: per iteration, compute on each GPU and the collectives of a
 communication pattern (`PATTERNS`: data-parallel AllReduce, FSDP, all-to-all).
 
-`job_workload` compiles one job on given GPUs; placing and simulating a trace of them on a shared
-fabric is `netsim.studies.run_jobs`. See docs/jobs.md.
+`job_workload` is the one traffic model of a job: the scheduler, the environment's paces and the fit of
+`MODELS` (`netsim.calibrate.jobs`) all simulate what it builds. See docs/jobs.md.
 """
 
 from __future__ import annotations
@@ -11,13 +11,23 @@ import dataclasses
 import json
 import pathlib
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 
+from .. import Flow, ScenarioError, Task
 from .._checks import number as check_number
-from .._scenario import ScenarioError, Task
-from ._base import Workload, concat
-from .collectives import allgather, allreduce, alltoall, reducescatter
+from ..workloads import Workload, allgather, allreduce, alltoall, bus_factor, concat, reducescatter
 
-__all__ = ["MODELS", "PATTERNS", "Job", "Model", "job_workload"]
+__all__ = [
+    "MODELS",
+    "MODELS_PATH",
+    "PATTERNS",
+    "SERVER_COLLECTIVES",
+    "Collectives",
+    "Job",
+    "Model",
+    "job_workload",
+    "load_models",
+]
 
 #: per-iteration phases of each pattern: ("compute", fraction of Job.compute) or (collective, size)
 PATTERNS: dict[str, tuple[tuple[str, float], ...]] = {
@@ -41,7 +51,7 @@ class Model:
 
 
 #: where MODELS come from: fitted by netsim.calibrate.jobs.fit_jobs (benchmarks/jobs_fit.py writes it)
-MODELS_PATH = pathlib.Path(__file__).resolve().parent.parent / "data" / "job_models.json"
+MODELS_PATH = pathlib.Path(__file__).resolve().parents[1] / "data" / "job_models.json"
 
 
 def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:
@@ -177,8 +187,9 @@ def job_workload(
                 ready = {t.device: (t.id,) for t in tasks}
             elif len(gpus) > 1 and job.comm_bytes > 0:
                 w = coll[kind](list(gpus), job.comm_bytes * share, name=tag).workload
-                parts.append(_rank_chained(w, ready, start, sync))
-                ready = _rank_done(w, gpus)
+                if w.flows or w.tasks:  # SERVER_COLLECTIVES: nothing to move within one server
+                    parts.append(_rank_chained(w, ready, start, sync))
+                    ready = _rank_done(w, gpus)
         ends.append(tuple(dict.fromkeys(i for ids in ready.values() for i in ids)))
     return dataclasses.replace(concat(parts), name=job.id), tuple(ends)
 
@@ -214,3 +225,37 @@ def _rank_done(w: Workload, gpus: Sequence[str]) -> dict[str, tuple[str, ...]]:
             mine[t.device].append(t.id)
     every = tuple(sorted(sinks))
     return {g: tuple(ids) or every for g, ids in mine.items()}
+
+
+class _ServerLevel(NamedTuple):
+    workload: Workload
+
+
+def _server_level(kind: str) -> Callable[..., _ServerLevel]:
+    def build(ranks: Sequence[str], size: float, *, name: str) -> _ServerLevel:
+        """Per server the ranks span (in ring order), one flow of its egress bytes to the next server's
+        first rank."""
+        by_server: dict[str, str] = {}
+        for r in ranks:
+            by_server.setdefault(r.rsplit("/", 1)[0], r)
+        first = list(by_server.values())
+        n = len(first)
+        egress = len(ranks) / n * (1 - 1 / n) if kind == "alltoall" else bus_factor(kind, len(ranks))
+        flows = (
+            []
+            if n < 2
+            else [Flow(f"{name}/n{s}", first[s], first[(s + 1) % n], egress * size) for s in range(n)]
+        )
+        return _ServerLevel(Workload(flows, name=name))
+
+    return build
+
+
+#: collective builders that model only the traffic between servers, for fast simulations of many jobs
+#: (the fit of MODELS): per phase, each server the ranks span (ranks grouped by server, the text of a
+#: GPU name up to its last "/") sends its egress bytes to the next server in one flow, from its first
+#: rank. A ring collective leaves each server once carrying the busbw bytes (`bus_factor` x S), a
+#: direct all-to-all sends k S (1 - 1/n) off each server (k ranks per server, n servers): so each NIC
+#: carries what the per-rank collective puts on it, with n flows per phase instead of up to G^2.
+#: Traffic inside a server is not modelled.
+SERVER_COLLECTIVES: Collectives = {kind: _server_level(kind) for kind in DEFAULT_COLLECTIVES}

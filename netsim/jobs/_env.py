@@ -19,21 +19,28 @@ placements) is host Python: it is a few operations per event, against a simulati
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._batch import compile_batch
-from .._compile import Shape, compile_scenario
-from .._errors import NetsimError, ScenarioError
-from ..workloads import Fabric, Job, concat, job_workload
-from ..workloads._jobs import PATTERNS, Collectives
-from ..workloads._placement import Cluster, choose, server_of
+from .. import NetsimError, ScenarioError
+from ..workloads import Fabric
+from ._paces import Member, Paces, signature
+from ._placement import Cluster, choose
+from ._schedule import JobRun
+from ._traffic import PATTERNS, Collectives, Job
 
-__all__ = ["CANDIDATES", "ActionError", "JobEnv", "JobEnvs", "Observation", "Paces"]
+__all__ = [
+    "CANDIDATES",
+    "CANDIDATE_FEATURES",
+    "JOB_FEATURES",
+    "ActionError",
+    "JobEnv",
+    "JobEnvs",
+    "Observation",
+]
 
 #: placement generators, one per action: action k places the head job where CANDIDATES[k] would;
 #: action len(CANDIDATES) waits (holds the head until the next arrival or completion)
@@ -78,156 +85,6 @@ class Observation(NamedTuple):
     candidates: np.ndarray
     mask: np.ndarray
     time: np.ndarray
-
-
-Member = tuple[tuple[str, float, float, int], tuple[str, ...]]  # ((pattern, compute, comm_bytes, gpus), gpus)
-
-
-def _signature(job: Job) -> tuple[str, float, float, int]:
-    return (job.pattern, job.compute, job.comm_bytes, job.gpus)
-
-
-class Paces:
-    """Iterations/s of running jobs, simulated per group of jobs that share links, and cached by group.
-
-    A group's simulation starts its jobs together and gives each job enough iterations to span about
-    `window` iterations of the slowest (at most `max_iterations`, at least 1); a job's pace is its
-    iterations that ended while every job of the group still ran, over the time they took (the steady
-    co-located pace). A job alone runs `window` iterations. Estimated iteration times that size the
-    windows: compute + the busiest link's bytes per iteration over its bandwidth.
-
-    Attributes:
-        simulations, batches: scenarios simulated and run_batch calls made so far.
-    """
-
-    def __init__(
-        self,
-        fabric: Fabric,
-        *,
-        collectives: Collectives | None = None,
-        window: int = 2,
-        max_iterations: int = 4,
-        shape: Shape | None = None,
-    ):
-        self.fabric = fabric
-        self.collectives = collectives
-        self.window, self.max_iterations = int(window), int(max_iterations)
-        self.capacity = {link.id: link.bandwidth for link in fabric.links}
-        self.shared: dict[str, list[str]] = {}  # link id -> shared resources it is part of
-        for r in getattr(fabric, "shared", ()):
-            for lid in r.links:
-                self.shared.setdefault(lid, []).append(r.id)
-        self.shape = shape or Shape()
-        self.cache: dict[tuple[Member, ...], tuple[float, ...]] = {}
-        self.simulations = self.batches = 0
-
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 (one Paces per environment family; bounded)
-    def traffic(self, member: Member) -> Mapping[str, float]:
-        """Bytes per iteration that one job puts on each link."""
-        (pattern, compute, comm, n), gpus = member
-        job = Job("x", 0.0, n, 1, compute, pattern, comm)
-        w, _ = job_workload(job, gpus, collectives=self.collectives)
-        out: dict[str, float] = {}
-        for f in w.flows:
-            for lid in f.route or self.fabric.route(f.src, f.dst):
-                out[lid] = out.get(lid, 0.0) + f.bytes
-        return out
-
-    def resources(self, member: Member) -> frozenset[str]:
-        used = self.traffic(member)
-        return frozenset(used) | {r for lid in used for r in self.shared.get(lid, ())}
-
-    def estimate(self, member: Member) -> float:
-        """A quick estimate of one iteration alone (s): compute + busiest link's bytes / bandwidth."""
-        (pattern, compute, _, _), _ = member
-        busiest = max((b / self.capacity[lid] for lid, b in self.traffic(member).items()), default=0.0)
-        share = sum(s for kind, s in PATTERNS[pattern] if kind == "compute")
-        return compute * share + busiest
-
-    def groups(self, members: Sequence[Member]) -> list[list[int]]:
-        """Indices of `members` grouped by shared resources (connected components), each sorted."""
-        parent = list(range(len(members)))
-
-        def find(i: int) -> int:
-            while parent[i] != i:
-                parent[i] = parent[parent[i]]
-                i = parent[i]
-            return i
-
-        owner: dict[str, int] = {}
-        for i, m in enumerate(members):
-            for r in self.resources(m):
-                if r in owner:
-                    parent[find(i)] = find(owner[r])
-                else:
-                    owner[r] = i
-        out: dict[int, list[int]] = {}
-        for i in range(len(members)):
-            out.setdefault(find(i), []).append(i)
-        return list(out.values())
-
-    @staticmethod
-    def key(members: Sequence[Member]) -> tuple[Member, ...]:
-        return tuple(sorted(members))
-
-    def needed(self, members: Sequence[Member]) -> list[tuple[Member, ...]]:
-        """The group keys of a running set that are not cached yet."""
-        keys = [self.key([members[i] for i in g]) for g in self.groups(members)]
-        return [k for k in keys if k not in self.cache]
-
-    def fill(self, keys) -> None:
-        """Simulates the uncached groups among `keys` in one batched run."""
-        todo = list(dict.fromkeys(k for k in keys if k not in self.cache))
-        if not todo:
-            return
-        built = [self._build(k) for k in todo]
-        compiled = [compile_scenario(b[0]) for b in built]
-        # every size rounds up to a power of two, and all but the items only grow: few shapes, few compiles
-        common = functools.reduce(Shape.__or__, (c.shape for c in compiled), self.shape)
-        common = Shape(*(1 << (n - 1).bit_length() for n in dataclasses.astuple(common)))
-        self.shape = dataclasses.replace(common, items=self.shape.items)
-        batch = compile_batch(compiled, shape=common)
-        run = batch.run(keep=("finish",), width=1 << (len(todo) - 1).bit_length())
-        self.simulations += len(todo)
-        self.batches += 1
-        for k, c, (_, ends), finish in zip(todo, batch.compiled, built, run["finish"], strict=True):
-            index = {
-                i: n
-                for n, i in enumerate((*(f.id for f in c.scenario.flows), *(t.id for t in c.scenario.tasks)))
-            }
-            its = [[max(float(finish[index[i]]) for i in ids) for ids in e] for e in ends]
-            until = min(f[-1] for f in its)  # every job of the group still runs before this
-            paces = []
-            for f in its:
-                done = max(1, sum(x <= until * (1 + 1e-12) for x in f))
-                paces.append(done / f[done - 1])
-            self.cache[k] = tuple(paces)
-
-    def _build(self, key: tuple[Member, ...]):
-        if len(key) == 1:
-            iterations = [self.window]
-        else:
-            est = [self.estimate(m) for m in key]
-            span = self.window * max(est)
-            iterations = [min(self.max_iterations, max(1, math.ceil(span / max(e, 1e-12)))) for e in est]
-        workloads, ends = [], []
-        for i, (((pattern, compute, comm, n), gpus), its) in enumerate(zip(key, iterations, strict=True)):
-            w, e = job_workload(
-                Job(f"m{i}", 0.0, n, its, compute, pattern, comm), gpus, collectives=self.collectives
-            )
-            workloads.append(w)
-            ends.append(e)
-        return concat(workloads).scenario(self.fabric, name="paces"), ends
-
-    def paces(self, members: Sequence[Member]) -> list[float]:
-        """Iterations/s of each member next to the others (their groups must be cached: `fill`)."""
-        out = [0.0] * len(members)
-        for g in self.groups(members):
-            key = self.key([members[i] for i in g])
-            by_member = dict(zip(key, self.cache[key], strict=True))  # members of a group are distinct
-            for i in g:
-                out[i] = by_member[members[i]]
-        return out
 
 
 # --- one episode -----------------------------------------------------------------------------------
@@ -278,9 +135,9 @@ class _Episode:
 
     def members(self, extra: tuple[Job, tuple[str, ...]] | None = None) -> tuple[list[int], list[Member]]:
         ids = list(self.running)
-        members = [(_signature(self.jobs[i]), self.running[i].gpus) for i in ids]
+        members = [(signature(self.jobs[i]), self.running[i].gpus) for i in ids]
         if extra is not None:
-            members.append((_signature(extra[0]), extra[1]))
+            members.append((signature(extra[0]), extra[1]))
         return ids, members
 
     def _arrive(self) -> None:
@@ -350,15 +207,8 @@ class JobEnvs:
     ):
         if not traces:
             raise ScenarioError("traces: need at least one environment")
-        gpus = tuple(fabric.gpus() if gpus is None else gpus)
-        nodes = {n for link in fabric.links for n in (link.src, link.dst)}
-        bad = [g for g in gpus if g not in nodes]
-        if bad or not gpus or len(set(gpus)) != len(gpus):
-            raise ScenarioError(
-                f"gpus: expected distinct nodes of the fabric, got {bad[:3] or list(gpus)[:5]}"
-            )
-        server = server or server_of
-        self.cluster = Cluster(fabric, gpus, {g: server(g) for g in gpus})
+        self.cluster = Cluster.of(fabric, fabric.gpus() if gpus is None else gpus, server)
+        gpus = self.cluster.gpus
         self.servers = tuple(dict.fromkeys(self.cluster.server[g] for g in gpus))
         self.server_size = {s: sum(self.cluster.server[g] == s for g in gpus) for s in self.servers}
         self.fabric = fabric
@@ -388,7 +238,7 @@ class JobEnvs:
         self.episodes = []
         for trace, seed in zip(self.traces, seeds, strict=True):
             jobs = list(trace(seed) if callable(trace) else trace)
-            self._check_jobs(jobs)
+            self.cluster.check(jobs, "trace")
             self.episodes.append(_Episode(jobs, self.cluster))
         self._settle(self.episodes)
         obs = self._observe()
@@ -470,20 +320,6 @@ class JobEnvs:
         return np.full(self.size, CANDIDATES.index(policy))
 
     # -- internals --
-
-    def _check_jobs(self, jobs: Sequence[Job]) -> None:
-        if not jobs:
-            raise ScenarioError("trace: empty")
-        ids = [j.id for j in jobs]
-        if len(set(ids)) != len(ids):
-            raise ScenarioError(f"trace: duplicate job id(s) {sorted({i for i in ids if ids.count(i) > 1})}")
-        for j in jobs:
-            if not isinstance(j, Job):
-                raise ScenarioError(f"trace: expected netsim.workloads.Job items, got {type(j).__name__}")
-            if j.gpus > len(self.cluster.gpus):
-                raise ScenarioError(
-                    f"job {j.id!r}: needs {j.gpus} GPUs, the cluster has {len(self.cluster.gpus)}"
-                )
 
     def _apply(self, b: int, e: _Episode, action) -> tuple[str, ...] | None:
         if e.done:
@@ -623,10 +459,8 @@ class JobEnvs:
         }
 
     def runs(self, b: int = 0):
-        """Environment b's finished jobs as netsim.studies.JobRun (arrival order); its iteration_finish
-        is empty (the fluid model times whole jobs)."""
-        from ._jobs import JobRun
-
+        """Environment b's finished jobs as JobRun (arrival order); its iteration_finish is empty (the
+        fluid model times whole jobs)."""
         e = self.episodes[b]
         return tuple(JobRun(e.jobs[i], *e.done_at[i][:2], e.done_at[i][2], ()) for i in sorted(e.done_at))
 
@@ -651,9 +485,6 @@ class JobEnv:
 
     def candidates(self) -> list[tuple[str, ...]]:
         return self.envs.candidates(0)
-
-    def simloop_action(self) -> int:
-        return int(self.envs.simloop_actions()[0])
 
     def runs(self):
         return self.envs.runs(0)

@@ -1,5 +1,5 @@
-"""Multi-job scheduling on a shared fabric (netsim.studies.run_jobs): per-job closed forms, FIFO
-semantics, the placement policies (netsim.workloads.place) with the load the scheduler gives them,
+"""Multi-job scheduling on a shared fabric (netsim.jobs.run_jobs): per-job closed forms, FIFO
+semantics, the placement policies (netsim.jobs.place) with the load the scheduler gives them,
 contention between co-located jobs (against DeepShare's measured pairwise table, qualitatively),
 validation, and every examples/jobs_*.json."""
 
@@ -13,9 +13,8 @@ import pytest
 import netsim
 from netsim import ScenarioError
 from netsim.data import trace_path
-from netsim.studies import colocation, colocation_matrix, run_jobs, run_placed
+from netsim.jobs import Job, colocation, colocation_matrix, job_workload, place, run_jobs, run_placed
 from netsim.topology import Topology, cable
-from netsim.workloads import Job, job_workload, place
 
 ROOT = Path(__file__).resolve().parents[2]
 PCIE, NIC = 25e9, 12.5e9

@@ -1,14 +1,14 @@
 """GPU placement policies for jobs on a shared cluster: which free GPUs a job gets (no simulation here;
-`netsim.studies.run_jobs` calls `choose` at each scheduling event with the load of the running jobs)."""
+`run_jobs` and the environment call `choose` at each scheduling event with the load of the running jobs)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from .._scenario import ScenarioError
-from ._base import Fabric
-from ._jobs import Job
+from .. import ScenarioError
+from ..workloads import Fabric
+from ._traffic import Job
 
 __all__ = ["POLICIES", "Cluster", "choose", "place", "server_of"]
 
@@ -23,6 +23,36 @@ class Cluster:
     gpus: tuple[str, ...]  # cluster order
     server: dict[str, str]
     hops: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, fabric: Fabric, gpus: Sequence[str], server: Callable[[str], str] | None = None) -> Cluster:
+        """The cluster of `gpus` (distinct nodes of `fabric`); server: GPU -> server name (default
+        `server_of`)."""
+        gpus = tuple(gpus)
+        nodes = {n for link in fabric.links for n in (link.src, link.dst)}
+        bad = [g for g in gpus if g not in nodes]
+        if bad or not gpus or len(set(gpus)) != len(gpus):
+            raise ScenarioError(
+                f"gpus: expected distinct nodes of the fabric, got {bad[:3] or list(gpus)[:5]}"
+            )
+        server = server or server_of
+        return cls(fabric, gpus, {g: server(g) for g in gpus})
+
+    def check(self, jobs: Sequence[Job], where: str) -> None:
+        """Raises ScenarioError, naming `where`, for an empty trace, items that are not Jobs, duplicate
+        ids or a job larger than the cluster."""
+        if not jobs:
+            raise ScenarioError(f"{where}: empty")
+        for j in jobs:
+            if not isinstance(j, Job):
+                raise ScenarioError(f"{where}: expected netsim.jobs.Job items, got {type(j).__name__}")
+            if j.gpus > len(self.gpus):
+                raise ScenarioError(f"job {j.id!r}: needs {j.gpus} GPUs, the cluster has {len(self.gpus)}")
+        ids = [j.id for j in jobs]
+        if len(set(ids)) != len(ids):
+            raise ScenarioError(
+                f"{where}: duplicate job id(s) {sorted({i for i in ids if ids.count(i) > 1})}"
+            )
 
     def distance(self, a: str, b: str) -> int:
         if a == b:
@@ -57,8 +87,7 @@ def place(
     load: bytes/s that running jobs put on each link (for "contention"); server: GPU -> server name
     (default: the name up to its last "/").
     """
-    server = server or server_of
-    return choose(policy, Cluster(fabric, tuple(free), {g: server(g) for g in free}), free, job, load or {})
+    return choose(policy, Cluster.of(fabric, free, server), free, job, load or {})
 
 
 def server_of(gpu: str) -> str:

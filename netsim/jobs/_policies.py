@@ -1,0 +1,179 @@
+"""Scheduling policies over the fluid environment: `schedule` runs a trace under a heuristic, the
+simulation-in-the-loop policy or a policy function, and the tables that compare policies (`netsim jobs`,
+benchmarks/jobs_policies.py): summary, text table, JSON / HDF5 results and the JCT CDF plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .. import ScenarioError
+from .._checks import atomic_path, to_json, write_atomic
+from ..workloads import Fabric
+from ._deepshare import DEEPSHARE_REFERENCE
+from ._env import CANDIDATES, JobEnvs
+from ._paces import Paces
+from ._schedule import Schedule
+from ._traffic import Job
+
+__all__ = [
+    "JOB_POLICIES",
+    "plot_jct_cdf",
+    "policy_summary",
+    "policy_table",
+    "save_schedules",
+    "schedule",
+]
+
+#: scheduling policies of `schedule` / `netsim jobs`: the placement heuristics of the environment's
+#: candidates (FIFO, the head job placed as soon as it fits), and "simloop", which simulates every
+#: candidate next to the running jobs in one batch and keeps the one that finishes them soonest
+JOB_POLICIES = (*CANDIDATES, "simloop")
+
+
+Policy = Callable[..., object]  # (Observation [B, ...], JobEnvs) -> actions [B]
+
+
+def schedule(
+    fabric: Fabric,
+    jobs: Sequence[Job],
+    *,
+    policy: str | Policy = "packed",
+    gpus: Sequence[str] | None = None,
+    server: Callable[[str], str] | None = None,
+    paces: Paces | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> Schedule:
+    """Schedules a trace in the fluid environment (`JobEnv`) under one policy.
+
+    Args:
+        policy: a name of JOB_POLICIES, or a function (observations, envs) -> actions as
+            `JobEnvs.step` takes them (e.g. a trained policy; see examples/train_policy.py).
+        paces: a `Paces` to share simulated paces between calls on one fabric.
+        progress: called after each decision with (jobs finished, jobs, simulated time).
+
+    Returns:
+        a Schedule whose runs have no iteration_finish and whose result is None (no joint simulation).
+    """
+    if isinstance(policy, str) and policy not in JOB_POLICIES:
+        raise ScenarioError(f"policy: unknown {policy!r}; expected one of {list(JOB_POLICIES)} or a function")
+    envs = JobEnvs(fabric, [list(jobs)], gpus=gpus, server=server, paces=paces)
+    obs, _ = envs.reset([0])
+    done = envs.episodes[0].done
+    while not done:
+        if policy == "simloop":
+            actions = envs.simloop_actions()
+        elif isinstance(policy, str):
+            actions = envs.heuristic_actions(policy)
+        else:
+            actions = policy(obs, envs)
+        obs, _, dones, _ = envs.step(actions)
+        done = bool(dones[0])
+        if progress is not None:
+            progress(len(envs.episodes[0].done_at), len(jobs), envs.episodes[0].t)
+    name = policy if isinstance(policy, str) else getattr(policy, "__name__", "custom")
+    return Schedule(name, envs.cluster.gpus, envs.runs(0), None)
+
+
+def policy_summary(s: Schedule) -> dict:
+    """Mean / p90 / max JCT, makespan and GPU utilization of one schedule."""
+    return {
+        "mean_jct": s.mean_jct,
+        "p90_jct": s.jct_percentile(90),
+        "max_jct": s.jct_percentile(100),
+        "makespan": s.makespan,
+        "gpu_utilization": s.gpu_utilization,
+    }
+
+
+def policy_table(results: dict[str, Schedule]) -> str:
+    """Mean / p90 / max JCT, GPU utilization per policy, and the mean JCT change against the best and
+    worst of the placement heuristics in `results`."""
+    heur = [s.mean_jct for n, s in results.items() if n in CANDIDATES]
+    lines = [
+        f"{'policy':<14}{'mean JCT':>10}{'p90 JCT':>10}{'max JCT':>10}{'GPU util':>10}{'vs best':>9}{'vs worst':>9}"
+    ]
+    for name, s in results.items():
+        x = policy_summary(s)
+        rel = f"{x['mean_jct'] / min(heur) - 1:>+9.1%}{x['mean_jct'] / max(heur) - 1:>+9.1%}" if heur else ""
+        lines.append(
+            f"{name:<14}{x['mean_jct']:>10.2f}{x['p90_jct']:>10.2f}{x['max_jct']:>10.2f}"
+            f"{x['gpu_utilization']:>10.1%}{rel}"
+        )
+    lines.append("(JCT in s; vs best / worst: mean JCT against the best / worst placement heuristic here;")
+    lines.append(
+        " DeepShare reports {:+.1%} / {:+.1%} for its RL policies, arXiv 2310.20209)".format(
+            *DEEPSHARE_REFERENCE
+        )
+    )
+    return "\n".join(lines)
+
+
+def save_schedules(results: dict[str, Schedule], path: str, *, trace: str = "") -> None:
+    """Per policy: the summary and every job (id, model, gpus, arrival, start, finish, jct, placement);
+    JSON, or HDF5 (one group per policy, a dataset per column, the summary as attributes)."""
+    data = {
+        "trace": trace,
+        "policies": {
+            name: policy_summary(s)
+            | {
+                "jobs": [
+                    {
+                        "id": r.job.id,
+                        "model": r.job.model,
+                        "gpus": r.job.gpus,
+                        "arrival": r.job.arrival,
+                        "start": r.start,
+                        "finish": r.finish,
+                        "jct": r.jct,
+                        "placement": list(r.gpus),
+                    }
+                    for r in s.runs
+                ]
+            }
+            for name, s in results.items()
+        },
+    }
+    if path.endswith(".json"):
+        write_atomic(path, to_json(data, indent=1) + "\n")
+        return
+    import h5py
+    import numpy as np
+
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["trace"] = trace
+        for name, d in data["policies"].items():
+            g = f.create_group(name)
+            for k, v in d.items():
+                if k != "jobs":
+                    g.attrs[k] = v
+            for col in ("id", "model", "gpus", "arrival", "start", "finish", "jct", "placement"):
+                values = [j[col] if col != "placement" else ",".join(j[col]) for j in d["jobs"]]
+                g.create_dataset(
+                    col, data=np.array(values, dtype=object if isinstance(values[0], str) else None)
+                )
+
+
+def plot_jct_cdf(results: dict[str, Schedule], path: str) -> None:
+    """The JCT CDF of each policy, written atomically."""
+    import numpy as np
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 4.0), layout="constrained")
+    ax = fig.add_subplot()
+    for name, s in results.items():
+        jct = np.sort([r.jct for r in s.runs])
+        ax.step(
+            jct,
+            np.arange(1, jct.size + 1) / jct.size,
+            where="post",
+            label=f"{name} (mean {s.mean_jct:.1f} s)",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("job completion time (s)")
+    ax.set_ylabel("fraction of jobs")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    suffix = path.rsplit(".", 1)[-1]
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=130, format=suffix)
