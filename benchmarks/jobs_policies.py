@@ -22,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples")
 from train_policy import train, trained_policy
 
 from netsim._cache import enable_compilation_cache
-from netsim._jobs_cli import plot_cdf, save, table
+from netsim.cli.jobs import plot_cdf, save, table
 from netsim.studies import JOB_POLICIES, deepshare_cluster, deepshare_trace, schedule
 
 

@@ -12,7 +12,7 @@ from netsim.calibrate import read_trace
 
 import netsim
 from netsim import cli, studies, workloads
-from netsim._collective_cli import parse_op, parse_size, rows_for, scale_links, size_list
+from netsim.cli.collective import parse_op, parse_size, rows_for, scale_links, size_list
 from netsim.topology import CALIBRATED, PRESETS, load
 
 SERVER = "rtx4090-8x-epyc7542"  # calibrated: GPUs 0-3 on socket 0, 4-7 on socket 1 (NPS4)

@@ -7,8 +7,8 @@ import json
 import pytest
 from netsim.calibrate import TraceError, presets, read_trace
 
-from netsim._calibrate_cli import check_trace, register
 from netsim.cli import main
+from netsim.cli.calibrate import check_trace, register
 from netsim.data import trace_path
 from netsim.topology._presets import CALIBRATED
 

@@ -11,7 +11,8 @@ import pytest
 from sweep_cases import CHUNK, diamond, grid_sweep
 
 import netsim
-from netsim import _sweep_cli, plots
+from netsim import plots
+from netsim.cli import sweep as sweep_cli
 from netsim.sweep import SweepError, load, sweep_from_dict
 from netsim.sweep._progress import Progress
 
@@ -103,7 +104,7 @@ def test_spec_inline_scenario():
 def test_cli_runs_resumes_and_plots(tmp_path, capsys):
     spec, out, png = _spec(tmp_path), tmp_path / "r.h5", tmp_path / "m.png"
     parser = argparse.ArgumentParser()
-    _sweep_cli.register(parser.add_subparsers())
+    sweep_cli.register(parser.add_subparsers())
     args = parser.parse_args(["sweep", str(spec), "--out", str(out), "--plot", str(png), "--chunk-size", "3"])
     assert args.handler(args) == 0
     text = capsys.readouterr()
@@ -121,7 +122,7 @@ def test_cli_runs_resumes_and_plots(tmp_path, capsys):
 
 def test_cli_refuses_bad_arguments_before_writing(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    _sweep_cli.register(parser.add_subparsers())
+    sweep_cli.register(parser.add_subparsers())
     spec = _spec(tmp_path)
     for argv, message in (
         (["--out", "r.h5", "--chunk-size", "-5"], "--chunk-size: expected a positive number"),

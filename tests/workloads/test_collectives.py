@@ -108,7 +108,7 @@ def test_slowing_one_direction_of_the_socket_link_is_no_slower_than_both():
     # take more than their share of the links they cross: slowing one direction by 30% cost more than
     # slowing both (8.17 ms vs 7.67 ms at 64 MiB). With NCCL's two pieces in flight per connection the
     # one-way slowdown is no slower than the two-way one, as on hardware.
-    from netsim._collective_cli import scale_links
+    from netsim.cli.collective import scale_links
     from netsim.topology import preset
 
     topo = preset("rtx4090-8x-epyc7542")

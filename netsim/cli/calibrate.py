@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from .cli import TOPOLOGY_HELP
+from ._common import TOPOLOGY_HELP
 
 
 def register(subparsers) -> None:
@@ -69,8 +69,8 @@ def check_trace(trace) -> None:
 
     from netsim.calibrate import NcclTable, P2PMatrix, TraceError
 
-    from ._checks import quantity
-    from ._errors import ScenarioError
+    from .._checks import quantity
+    from .._errors import ScenarioError
 
     for t in trace.tables:
         try:
@@ -92,9 +92,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     from netsim.calibrate.presets import save
     from netsim.topology import PRESETS, load
 
-    from ._checks import count, number
-    from ._errors import ScenarioError, SimulationError
-    from .cli import check_outputs
+    from .._checks import count, number
+    from .._errors import ScenarioError, SimulationError
+    from ._common import check_outputs
 
     # every argument is checked before the topology is built, the traces are read or the fit compiles
     steps, lr = count(args.steps, "--steps"), number(args.lr, "--lr", positive=True)

@@ -45,12 +45,12 @@ def register(subparsers) -> None:
 
 
 def _jobs(args: argparse.Namespace) -> int:
-    from ._checks import write_atomic
-    from ._errors import ScenarioError
-    from .cli import check_outputs
+    from .._checks import write_atomic
+    from .._errors import ScenarioError
+    from ._common import check_outputs
 
     if args.generate is not None:
-        from .studies import deepshare_trace, format_job_trace
+        from ..studies import deepshare_trace, format_job_trace
 
         if args.trace:
             raise ScenarioError("give a TRACE to schedule or --generate N, not both")
@@ -66,7 +66,7 @@ def _jobs(args: argparse.Namespace) -> int:
         return 0
     if not args.trace:
         raise ScenarioError("TRACE: give a trace CSV, or --generate N to make one")
-    from .studies import JOB_POLICIES
+    from ..studies import JOB_POLICIES
 
     policies = list(JOB_POLICIES) if args.policy == "all" else [p.strip() for p in args.policy.split(",")]
     unknown = [p for p in policies if p not in JOB_POLICIES]
@@ -76,7 +76,7 @@ def _jobs(args: argparse.Namespace) -> int:
         {"the trace": args.trace},
         {"--out": (args.out, (".json", ".h5", ".hdf5")), "--plot": (args.plot, (".png", ".pdf", ".svg"))},
     )
-    from .studies import Paces, deepshare_cluster, read_job_trace, schedule
+    from ..studies import Paces, deepshare_cluster, read_job_trace, schedule
 
     try:
         servers, per = (int(x) for x in args.cluster.lower().split("x"))
@@ -126,7 +126,7 @@ def summary(s) -> dict:
 def table(results: dict) -> str:
     """Mean / p90 / max JCT, GPU utilization per policy, and the mean JCT change against the best and
     worst of the placement heuristics in `results`."""
-    from .studies import CANDIDATES, DEEPSHARE_REFERENCE
+    from ..studies import CANDIDATES, DEEPSHARE_REFERENCE
 
     heur = [s.mean_jct for n, s in results.items() if n in CANDIDATES]
     lines = [
@@ -151,7 +151,7 @@ def table(results: dict) -> str:
 def save(results: dict, path: str, *, trace: str = "") -> None:
     """Per policy: the summary and every job (id, model, gpus, arrival, start, finish, jct, placement);
     JSON, or HDF5 (one group per policy, a dataset per column, the summary as attributes)."""
-    from ._checks import atomic_path, to_json, write_atomic
+    from .._checks import atomic_path, to_json, write_atomic
 
     data = {
         "trace": trace,
@@ -200,7 +200,7 @@ def plot_cdf(results: dict, path: str) -> None:
     import numpy as np
     from matplotlib.figure import Figure
 
-    from ._checks import atomic_path
+    from .._checks import atomic_path
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")
     ax = fig.add_subplot()

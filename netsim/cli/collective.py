@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from .cli import TOPOLOGY_HELP
+from ._common import TOPOLOGY_HELP
 
 #: nccl-tests' names (without "_perf") -> the collective kind of netsim.workloads
 OPS = {
@@ -119,8 +119,8 @@ def scale_links(topo, scales: list[tuple[str, float]]):
     resource (a cable's two-way budget, a staging engine) is scaled with its links when all of them
     match the same pattern, or when its id matches it. A pattern that matches nothing is an error.
     """
-    from ._scenario import ScenarioError
-    from .topology import link_class
+    from .._scenario import ScenarioError
+    from ..topology import link_class
 
     links = {x.id: x for x in topo.links}
     shared = {r.id: r for r in topo.shared}
@@ -242,8 +242,8 @@ def register(subparsers) -> None:
 
 
 def _collective(args: argparse.Namespace) -> int:
-    from ._scenario import ScenarioError
-    from .cli import check_outputs
+    from .._scenario import ScenarioError
+    from ._common import check_outputs
 
     inputs = {"--topology": args.topology} if os.path.isfile(args.topology) else {}
     check_outputs(
@@ -259,8 +259,8 @@ def _collective(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise ScenarioError(str(e)) from None
 
-    from . import studies, workloads
-    from .topology import load
+    from .. import studies, workloads
+    from ..topology import load
 
     topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on")
     topo, notes = scale_links(topo, args.scale)
@@ -309,7 +309,7 @@ def _collective(args: argparse.Namespace) -> int:
         )
         print(format_rings(search, fitted_costs=topo.software is not None))
     if args.json:
-        from ._checks import to_json, write_atomic
+        from .._checks import to_json, write_atomic
 
         write_atomic(args.json, to_json(to_record(args, topo, ranks, algo, table, rows, search), indent=1))
         print(f"# wrote {args.json}")
@@ -326,7 +326,7 @@ def _collective(args: argparse.Namespace) -> int:
             f"# wrote {args.scenario} ({args.op} at {rows[-1][0]} B: netsim run or a sweep spec's scenario)"
         )
     if args.plot:
-        from .plots import plot_busbw
+        from ..plots import plot_busbw
 
         plot_busbw(
             table.size,
