@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -29,24 +28,6 @@ def register(subparsers) -> None:
     p.add_argument("--points", action="store_true", help="print every point of the fit report")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(handler=_calibrate)
-
-
-def topology_entry(value: str) -> str | dict | None:
-    """The calibration file's "topology" entry for a --topology value (None: neither a preset nor a file)."""
-    from netsim.topology import PRESETS
-
-    if value in PRESETS:
-        return value
-    if not os.path.isfile(value):
-        return None
-    with open(value) as f:
-        text = f.read()
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text).get("topology")
-        except (json.JSONDecodeError, AttributeError):
-            return None
-    return {"nvidia_smi_topo": text, "name": os.path.splitext(os.path.basename(value))[0]}
 
 
 def read_traces(paths):
@@ -90,7 +71,7 @@ def check_trace(trace) -> None:
 def _calibrate(args: argparse.Namespace) -> int:
     from netsim.calibrate import calibrate, plot_fit
     from netsim.calibrate.presets import save
-    from netsim.topology import PRESETS, load
+    from netsim.topology import PRESETS, load, topology_entry
 
     from .._checks import count, number
     from .._errors import ScenarioError, SimulationError

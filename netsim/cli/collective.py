@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import fnmatch
 import math
 import os
 import sys
@@ -112,35 +111,17 @@ def rows_for(op: str, sizes: list[int], n: int, word: int) -> list[tuple[int, in
 
 
 def scale_links(topo, scales: list[tuple[str, float]]):
-    """`topo` with the bandwidth of matching links times a factor; returns (topology, one note per pattern).
-
-    A pattern matches a link whose id matches it as a glob ("socket0->socket1", "gpu*->rc*") or whose
-    class (`netsim.topology.link_class`: pcie, socket, numa, memory, nvlink, ...) equals it. A shared
-    resource (a cable's two-way budget, a staging engine) is scaled with its links when all of them
-    match the same pattern, or when its id matches it. A pattern that matches nothing is an error.
-    """
+    """`topo` with each --scale PATTERN=FACTOR applied in order (`Topology.scaled`); returns (topology,
+    one note per pattern naming what it scaled)."""
     from .._scenario import ScenarioError
-    from ..topology import link_class
 
-    links = {x.id: x for x in topo.links}
-    shared = {r.id: r for r in topo.shared}
     notes = []
     for pattern, factor in scales:
-        hit = [i for i in links if fnmatch.fnmatchcase(i, pattern) or link_class(topo, i) == pattern]
-        hit_set = set(hit)
-        budgets = [
-            r.id for r in shared.values() if set(r.links) <= hit_set or fnmatch.fnmatchcase(r.id, pattern)
-        ]
-        if not hit and not budgets:
-            classes = sorted({link_class(topo, i) for i in links})
-            raise ScenarioError(
-                f"--scale {pattern}={factor:g}: matches no link id, link class or shared resource of "
-                f"{topo.name!r} (classes: {', '.join(classes)}; ids such as {', '.join(list(links)[:3])})"
-            )
-        for i in hit:
-            links[i] = dataclasses.replace(links[i], bandwidth=links[i].bandwidth * factor)
-        for i in budgets:
-            shared[i] = dataclasses.replace(shared[i], capacity=shared[i].capacity * factor)
+        try:
+            topo = topo.scaled(pattern, factor)
+        except ScenarioError as e:
+            raise ScenarioError(f"--scale {e}") from None
+        hit, budgets = topo.matching(pattern)
         shown = ", ".join(hit[:4]) + (f", ... ({len(hit)} links)" if len(hit) > 4 else "")
         notes.append(
             f"--scale {pattern}={factor:g}: bandwidth x{factor:g} on {shown or 'no link'}"
@@ -150,7 +131,6 @@ def scale_links(topo, scales: list[tuple[str, float]]):
                 else ""
             )
         )
-    topo = dataclasses.replace(topo, links=tuple(links.values()), shared=tuple(shared.values()))
     return topo, notes
 
 
