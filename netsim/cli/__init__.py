@@ -12,13 +12,11 @@ import sys
 import traceback
 
 from . import calibrate, collective, jobs, predict, presets, run, sweep, workload
-from ._common import CPU_THREADS as CPU_THREADS
-from ._common import TOPOLOGY_HELP as TOPOLOGY_HELP
+from ._common import CPU_THREADS, started
 from ._common import check_outputs as check_outputs
 from ._common import cpu_threads as cpu_threads
 from ._common import cpu_threads_label as cpu_threads_label
 from ._common import set_cpu_threads as set_cpu_threads
-from ._common import started as started
 
 COMMANDS = (run, sweep, calibrate, predict, collective, presets, workload, jobs)
 
