@@ -7,6 +7,7 @@ flows and tasks; users may also write it by hand (see docs/scenario-format.md).
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -91,6 +92,33 @@ class SharedResource:
     def applies(self, route: Sequence[str]) -> bool:
         """Whether a flow with this route (link ids) crosses the resource."""
         return not set(self.links).isdisjoint(route) and (not self.via or not set(self.via).isdisjoint(route))
+
+
+def bandwidth_targets(
+    links: Sequence[Link],
+    shared: Sequence[SharedResource],
+    patterns: Sequence[str],
+    classes: Mapping[str, str] | None = None,
+) -> tuple[list[str], list[str], list[str]]:
+    """What a bandwidth change for `patterns` changes: (matched link ids, ids of the shared resources that
+    follow them, ids of the other shared resources it names), each in scenario order.
+
+    A link matches when its id matches a pattern as a glob (fnmatch: *, ?, [..]) or its class
+    (`classes[id]`, e.g. `netsim.topology.link_class`) equals one. A shared resource follows when all of
+    its links match: a faster cable has a larger two-way budget too, so the budget changes with its links
+    (else the untouched budget would cap them). One that does not follow is named when its own id matches.
+    The one rule of `Topology.scaled` (`netsim collective --scale`) and of the sweep's bandwidth axis.
+    """
+    classes = classes or {}
+    hit = [
+        x.id for x in links if any(fnmatch.fnmatchcase(x.id, p) or classes.get(x.id) == p for p in patterns)
+    ]
+    matched = set(hit)
+    following = [r.id for r in shared if set(r.links) <= matched]
+    named = [
+        r.id for r in shared if r.id not in following and any(fnmatch.fnmatchcase(r.id, p) for p in patterns)
+    ]
+    return hit, following, named
 
 
 @dataclasses.dataclass(frozen=True)

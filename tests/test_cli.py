@@ -132,10 +132,10 @@ def test_exit_codes_input_io_and_bugs(tmp_path, monkeypatch, capsys):
             "netsim: error: [Errno 2] No such file or directory: 'x.json'\n",
         ),
     ]:
-        monkeypatch.setattr(cli, "_run", handler(error))
+        monkeypatch.setattr(cli.run, "_run", handler(error))
         assert cli.main(["run", example]) == code
         assert capsys.readouterr().err == message
-    monkeypatch.setattr(cli, "_run", handler(KeyError("oops")))
+    monkeypatch.setattr(cli.run, "_run", handler(KeyError("oops")))
     assert cli.main(["run", example]) == 1
     err = capsys.readouterr().err
     assert err.startswith(

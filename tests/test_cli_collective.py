@@ -11,7 +11,7 @@ import pytest
 
 import netsim
 from netsim import cli, studies, workloads
-from netsim._collective_cli import parse_op, parse_size, rows_for, scale_links, size_list
+from netsim.cli.collective import parse_op, parse_size, rows_for, scale_links, size_list
 from netsim.topology import CALIBRATED, PRESETS, load
 from netsim.traces import read_trace
 

@@ -198,7 +198,7 @@ def trace_mutations(rng: random.Random, lines: list[str], n: int):
     "name", ["m08_4xA100PCIe_nvlinkpairs_p2p.txt", "m02_4x4090_pptest_p2p_allreduce.txt"]
 )
 def test_garbled_traces_raise_netsim_errors_only(tmp_path, name):
-    from netsim._calibrate_cli import read_traces
+    from netsim.cli.calibrate import read_traces
     from netsim.data import trace_path
 
     lines = trace_path(name).read_text().splitlines(keepends=True)
@@ -221,7 +221,7 @@ def test_garbled_traces_raise_netsim_errors_only(tmp_path, name):
 
 
 def test_a_400_digit_cell_is_a_trace_error(tmp_path):
-    from netsim._calibrate_cli import read_traces
+    from netsim.cli.calibrate import read_traces
     from netsim.data import trace_path
 
     name = "m08_4xA100PCIe_nvlinkpairs_p2p.txt"

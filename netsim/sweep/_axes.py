@@ -23,7 +23,7 @@ import numpy as np
 
 from .._errors import NetsimError, ScenarioError
 from .._routing import LinkGraph
-from .._scenario import Scenario
+from .._scenario import Scenario, bandwidth_targets
 from .._units import format_bytes, format_quantity
 
 
@@ -166,18 +166,56 @@ class ArrayAxis(Axis):
             return np.exp(rng.uniform(math.log(lo), math.log(hi), shape))
         return rng.uniform(lo, hi, shape)
 
-    def apply(self, arr: np.ndarray, cols: np.ndarray, v: np.ndarray) -> None:
-        """In place on a (B, width) batch: the matched columns times (or set to) the per-point values v."""
-        v = v if v.ndim == 2 else v[:, None]
+    def columns(self, scenario: Scenario) -> list[str]:
+        """Ids of the columns of the array this axis changes: flows, links, and for bandwidth the links then
+        the shared resources (the compiled capacity's order)."""
+        if self.selects == "flows":
+            return [f.id for f in scenario.flows]
+        return [x.id for x in scenario.links] + [r.id for r in scenario.shared if self.target == "capacity"]
+
+    def targets(self, scenario: Scenario, where: str) -> tuple[list[str], list[tuple[str, tuple[str, ...]]]]:
+        """The ids of `scenario` this axis sets (links or flows; for bandwidth also the shared resources it
+        names) and, for bandwidth, the shared resources that follow their links, with their link ids: the
+        rule of `Topology.scaled` (`netsim._scenario.bandwidth_targets`). None matching raises."""
+        if self.target != "capacity":
+            ids = self.columns(scenario)
+            return [ids[i] for i in match_ids(ids, self.match, where)], []
+        links, following, named = bandwidth_targets(scenario.links, scenario.shared, self.match)
+        if not links and not named:
+            n = len(scenario.links) + len(scenario.shared)
+            raise SweepError(f"{where}: {list(self.match)!r} matches none of the {n} ids")
+        budget = {r.id: r.links for r in scenario.shared}
+        return links + named, [(r, budget[r]) for r in following]
+
+    def apply(
+        self,
+        arr: np.ndarray,
+        cols: np.ndarray,
+        v: np.ndarray,
+        followers: Sequence[tuple[int, np.ndarray]] = (),
+    ) -> None:
+        """In place on a (B, width) batch: the matched columns times (or set to) the per-point values v;
+        each follower (a shared resource's column, the positions of its links in `cols`) times the largest
+        factor its links got, so a cable's two-way budget keeps its ratio to the cable."""
+        v = np.broadcast_to(v if v.ndim == 2 else v[:, None], (arr.shape[0], len(cols)))
+        before = arr[:, cols] if followers and not self.is_scale else None
         if self.is_scale:
             arr[:, cols] *= v
         else:
-            arr[:, cols] = np.broadcast_to(v, (arr.shape[0], len(cols)))
+            arr[:, cols] = v
+        for col, links in followers:
+            factor = v[:, links] if before is None else v[:, links] / before[:, links]
+            arr[:, col] *= factor.max(axis=1)
 
 
 @dataclasses.dataclass(frozen=True)
 class LinkBandwidth(ArrayAxis):
-    """Scales or sets the bandwidth (bytes/s) of the links whose ids match `match`."""
+    """Scales or sets the bandwidth (bytes/s) of the links whose ids match `match`.
+
+    A shared resource (a cable's two-way budget, a staging engine) follows its links when all of them
+    match: it is scaled by the largest factor its links get (for `value`, the value over the link's
+    bandwidth), as `Topology.scaled` does. One whose own id matches, and whose links do not all match,
+    is scaled or set as a link."""
 
     target: ClassVar[str] = "capacity"
     unit: ClassVar[str] = "bandwidth"

@@ -58,6 +58,8 @@ class Plan:
     outputs: tuple[str, ...]
     grid_shape: tuple[int, ...] | None
     cols: dict[tuple[str, int], np.ndarray]  # (array axis, host) -> matched link or flow positions
+    # (bandwidth axis, host) -> the shared resources following their links: (column, link positions in cols)
+    follow: dict[tuple[str, int], list[tuple[int, np.ndarray]]]
     ids: dict[str, tuple[str, ...]]  # independent axes: the ids their columns draw for
     array_axes: dict[str, ArrayAxis]
 
@@ -142,13 +144,12 @@ class Sweep:
         """Draws or enumerates the points and builds, checks and pads the scenarios they need."""
         base = self.scenario
         scen_axes = [a for a in self.axes if a.scenario_side]
-        base_ids = {"links": [link.id for link in base.links], "flows": [f.id for f in base.flows]}
         ids: dict[str, tuple[str, ...]] = {}
         for a in self.axes:
             if isinstance(a, ArrayAxis):  # a glob matching nothing is a mistake: say so before any work
-                hit = match_ids(base_ids[a.selects], a.match, f"axis {a.name!r}.{a.selects}")
+                hit, _ = a.targets(base, f"axis {a.name!r}.{a.selects}")
                 if a.independent:
-                    ids[a.name] = tuple(base_ids[a.selects][i] for i in hit)
+                    ids[a.name] = tuple(hit)
 
         n, index, value, grid_shape = self._points(scen_axes, ids)
         combos = list(zip(*(index[a.name] for a in scen_axes), strict=True)) if scen_axes else [()] * n
@@ -175,32 +176,34 @@ class Sweep:
         for e in sorted(set(filter(None, errors))):
             print(f"netsim sweep: some points cannot run ({e})", file=sys.stderr)
 
-        cols = {}
+        cols, follow = {}, {}
         for a in self.axes:
             if not isinstance(a, ArrayAxis):
                 continue
             for k, h in enumerate(hosts):
                 if h is None:
                     continue
-                hid = (
-                    [link.id for link in h.scenario.links]
-                    if a.selects == "links"
-                    else [f.id for f in h.scenario.flows]
-                )
+                hit, followers = a.targets(h.scenario, f"axis {a.name!r}.{a.selects}")
+                where = {x: i for i, x in enumerate(a.columns(h.scenario))}
                 if a.name in ids:
-                    where = {x: i for i, x in enumerate(hid)}
                     missing = [x for x in ids[a.name] if x not in where]
                     if missing:
                         raise SweepError(
                             f"axis {a.name!r}: independent draws for {missing[:3]} but a scenario "
                             f"axis removed them"
                         )
-                    cols[a.name, k] = np.array([where[x] for x in ids[a.name]], np.int64)
-                else:
-                    cols[a.name, k] = match_ids(hid, a.match, f"axis {a.name!r}.{a.selects}")
+                    hit = list(ids[a.name])
+                cols[a.name, k] = np.array([where[x] for x in hit], np.int64)
+                at = {x: i for i, x in enumerate(hit)}
+                follow[a.name, k] = [
+                    (where[r], np.array([at[x] for x in links], np.int64))
+                    for r, links in followers
+                    if all(x in at for x in links)
+                ]
         array_axes = {a.name: a for a in self.axes if isinstance(a, ArrayAxis)}
+        outputs = self._outputs(hosts)
         return Plan(
-            n, index, value, host_key, hosts, errors, self._outputs(hosts), grid_shape, cols, ids, array_axes
+            n, index, value, host_key, hosts, errors, outputs, grid_shape, cols, follow, ids, array_axes
         )
 
     def _points(self, scen_axes: list[Axis], ids: dict[str, tuple[str, ...]]):
@@ -448,7 +451,7 @@ class _Runner:
             for k in np.unique(use):
                 sel = use == k
                 sub = target[sel]
-                a.apply(sub, plan.cols[name, int(k)], per_point[sel])
+                a.apply(sub, plan.cols[name, int(k)], per_point[sel], plan.follow[name, int(k)])
                 target[sel] = sub
         network = Network(leaves["capacity"], leaves["latency"])
         program = Program(*(leaves[f] for f in ("route", "size", "release", "overhead", "after")))

@@ -36,6 +36,7 @@ from ._presets import base_topology as base_topology
 from ._presets import from_calibration as from_calibration
 from ._presets import load as load
 from ._presets import preset as preset
+from ._presets import topology_entry as topology_entry
 from ._routers import DimensionOrder as DimensionOrder
 from ._routers import Ecmp as Ecmp
 from ._routers import Transit as Transit

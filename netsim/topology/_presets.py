@@ -270,6 +270,25 @@ def load(
         ) from None
 
 
+def topology_entry(source: str | os.PathLike) -> str | dict | None:
+    """What a calibration file records as its "topology" for a `load` source (`base_topology` builds it
+    back): a preset name as is, a calibration file's own entry, or an `nvidia-smi topo -m` file's text
+    and name. None when `source` is neither a preset nor a file (or a calibration file without one)."""
+    name = os.fspath(source)
+    if name in PRESETS:
+        return name
+    if not os.path.isfile(name):
+        return None
+    with open(name) as f:
+        text = f.read()
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text).get("topology")
+        except (json.JSONDecodeError, AttributeError):
+            return None
+    return {"nvidia_smi_topo": text, "name": os.path.splitext(os.path.basename(name))[0]}
+
+
 def base_topology(
     entry: str | Mapping[str, Any],
     *,

@@ -19,7 +19,7 @@ import numpy as np
 from .._checks import fraction
 from .._checks import number as check_number
 from .._routing import LinkGraph
-from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task
+from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task, bandwidth_targets
 
 __all__ = [
     "CollectiveCosts",
@@ -418,6 +418,46 @@ class Topology:
             links=tuple(x for x in self.links if x.id not in failed),
             router=self.router.without(failed),
             shared=tuple(shared),
+        )
+
+    # --- what-ifs -------------------------------------------------------------------------------
+    def matching(self, pattern: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(link ids, shared resource ids) that `scaled(pattern, ...)` changes; both empty if none."""
+        classes = {x.id: link_class(self, x.id) for x in self.links}
+        links, following, named = bandwidth_targets(self.links, self.shared, (pattern,), classes)
+        budgets = set(following) | set(named)
+        return tuple(links), tuple(r.id for r in self.shared if r.id in budgets)
+
+    def scaled(self, pattern: str, factor: float) -> Topology:
+        """The same fabric with the bandwidth of the links matching `pattern` times `factor`.
+
+        A link matches when its id matches `pattern` as a glob ("socket0->socket1", "gpu*->rc*") or its
+        class (`link_class`: pcie, socket, numa, memory, nvlink, ...) equals it. A shared resource (a
+        cable's two-way budget, a staging engine) is scaled with its links when all of them match, or when
+        its own id matches (the rule of the sweep's bandwidth axis too: `netsim.sweep.LinkBandwidth`).
+
+        Raises:
+            ScenarioError: when `pattern` matches nothing (naming the link classes), or `factor` is not > 0.
+        """
+        check_number(factor, f"{pattern}: factor", positive=True)
+        links, budgets = self.matching(pattern)
+        if not links and not budgets:
+            classes = sorted({link_class(self, x.id) for x in self.links})
+            raise ScenarioError(
+                f"{pattern}={factor:g}: matches no link id, link class or shared resource of {self.name!r} "
+                f"(classes: {', '.join(classes)}; ids such as {', '.join(x.id for x in self.links[:3])})"
+            )
+        hit, scaled = set(links), set(budgets)
+        return dataclasses.replace(
+            self,
+            links=tuple(
+                dataclasses.replace(x, bandwidth=x.bandwidth * factor) if x.id in hit else x
+                for x in self.links
+            ),
+            shared=tuple(
+                dataclasses.replace(r, capacity=r.capacity * factor) if r.id in scaled else r
+                for r in self.shared
+            ),
         )
 
     def unreachable_pairs(self, among: Sequence[str] | None = None) -> list[tuple[str, str]]:

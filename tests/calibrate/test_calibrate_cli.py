@@ -7,8 +7,8 @@ import json
 import pytest
 from netsim.calibrate import presets
 
-from netsim._calibrate_cli import register
 from netsim.cli import main
+from netsim.cli.calibrate import register
 from netsim.data import trace_path
 from netsim.topology._presets import CALIBRATED
 from netsim.traces import TraceError, read_trace

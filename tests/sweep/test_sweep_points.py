@@ -2,6 +2,7 @@
 right; scenario axes (failed links, callbacks) rebuild and reroute on the host; sampling is seeded."""
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -127,3 +128,55 @@ def test_range_needs_samples_and_names_are_unique():
         Sweep(diamond(), [LinkBandwidth("bw", scale_range=(1.0, 2.0))])
     with pytest.raises(SweepError, match="duplicate axis name 'x'"):
         Sweep(diamond(), [LinkBandwidth("x", scale=[1.0]), LinkLatency("x", scale=[1.0])])
+
+
+def test_bandwidth_axis_scales_shared_budgets_as_topology_scaled():
+    # a cable x<->y with a two-way budget (1.2 GB/s < 2 x 1 GB/s) and traffic both ways: the budget binds.
+    # The sweep's bandwidth axis and Topology.scaled (netsim collective --scale) follow one rule: a budget
+    # whose links all match is scaled with them, one named by its own id is scaled alone.
+    from netsim.topology import Topology, cable
+
+    budget = netsim.SharedResource("x<->y", 1.2e9, ("x->y", "y->x"))
+    topo = Topology(
+        "xy", cable("x", "y", 1e9) + cable("z", "x", 1e9), dict.fromkeys("xyz", "host"), shared=(budget,)
+    )
+    flows = [
+        netsim.Flow("f1", "x", "y", 1e6),
+        netsim.Flow("f2", "y", "x", 1e6),
+        netsim.Flow("f3", "z", "x", 1e5),
+    ]
+    sweep = Sweep(
+        topo.scenario(flows),
+        [
+            LinkBandwidth("cable", match="[xy]->[xy]", scale=[0.5, 1.0, 2.0]),
+            LinkBandwidth("budget", match="x<->y", scale=[1.0, 0.25]),
+            LinkBandwidth("one_way", match="x->y", scale=[1.0, 3.0]),
+        ],
+    )
+    result = sweep.run(progress=False)
+    makespan = result.grid("makespan")
+    for (i, c), (j, b), (k, v) in itertools.product(*(enumerate(a.values) for a in sweep.axes)):
+        # max-min: the two directions split the budget evenly (below either link); one direction made
+        # faster leaves the budget as it is, so it changes nothing
+        assert makespan[i, j, k] == pytest.approx(1e6 / (0.6e9 * c * b), rel=1e-12), (c, b, v)
+        ref = topo.scaled("[xy]->[xy]", c).scaled("x<->y", b).scaled("x->y", v)
+        assert makespan[i, j, k] == pytest.approx(netsim.simulate(ref.scenario(flows)).makespan, rel=1e-13)
+    # a value on both directions moves their budget by the same factor: 2 GB/s doubles it
+    both = Sweep(topo.scenario(flows), [LinkBandwidth("v", match=["x->y", "y->x"], value=[2e9])]).run(
+        progress=False
+    )
+    assert both.makespan[0] == pytest.approx(1e6 / 1.2e9, rel=1e-12)
+    # independent draws per link: the budget takes the larger factor of its two links
+    drawn = Sweep(
+        topo.scenario(flows),
+        [LinkBandwidth("r", scale_range=[0.5, 2.0], independent=True)],
+        samples=3,
+    ).run(progress=False)
+    axis = drawn.axis("r")
+    assert axis.ids == ("x->y", "y->x", "z->x", "x->z")
+    for row in range(3):
+        ref = topo
+        for link, f in zip(axis.ids, axis.value[row], strict=True):
+            ref = ref.scaled(link, f)
+        ref = ref.scaled("x<->y", max(axis.value[row][:2]))  # scaling one direction leaves the budget
+        assert drawn.makespan[row] == pytest.approx(netsim.simulate(ref.scenario(flows)).makespan, rel=1e-13)

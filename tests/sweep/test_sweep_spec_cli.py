@@ -10,7 +10,8 @@ import pytest
 from sweep_cases import CHUNK, diamond, grid_sweep
 
 import netsim
-from netsim import _sweep_cli, plots
+from netsim import plots
+from netsim.cli import sweep as sweep_cli
 from netsim.sweep import SweepError, load_result, sweep_from_dict
 
 CALLBACK = """
@@ -101,7 +102,7 @@ def test_spec_inline_scenario():
 def test_cli_runs_resumes_and_plots(tmp_path, capsys):
     spec, out, png = _spec(tmp_path), tmp_path / "r.h5", tmp_path / "m.png"
     parser = argparse.ArgumentParser()
-    _sweep_cli.register(parser.add_subparsers())
+    sweep_cli.register(parser.add_subparsers())
     args = parser.parse_args(["sweep", str(spec), "--out", str(out), "--plot", str(png), "--chunk-size", "3"])
     assert args.handler(args) == 0
     text = capsys.readouterr()
@@ -119,7 +120,7 @@ def test_cli_runs_resumes_and_plots(tmp_path, capsys):
 
 def test_cli_refuses_bad_arguments_before_writing(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    _sweep_cli.register(parser.add_subparsers())
+    sweep_cli.register(parser.add_subparsers())
     spec = _spec(tmp_path)
     for argv, message in (
         (["--out", "r.h5", "--chunk-size", "-5"], "--chunk-size: expected a positive number"),

@@ -81,6 +81,30 @@ def test_without_links_recomputes_and_names_unreachable_pairs():
     assert topo.without_links("s->b").unreachable_pairs() == cut.unreachable_pairs()  # one id as a string
 
 
+def test_scaled_changes_matching_links_and_the_budgets_that_follow_them():
+    budget = netsim.SharedResource("a<->s", 12.0, ("a->s", "s->a"))
+    topo = Topology("t", line().links, line().kind, shared=(budget,))
+    bw = lambda t: {x.id: x.bandwidth for x in t.links}
+    cap = lambda t: {r.id: r.capacity for r in t.shared}
+    both = topo.scaled("a->s", 2.0).scaled("s->a", 2.0)  # one pattern per direction: the budget stays
+    assert bw(both)["a->s"] == bw(both)["s->a"] == 20.0 and cap(both)["a<->s"] == 12.0
+    cable_ = topo.scaled("[as]->[as]", 0.5)  # the whole cable: its two-way budget follows
+    assert topo.matching("[as]->[as]") == (("a->s", "s->a"), ("a<->s",))
+    assert bw(cable_) == bw(topo) | {"a->s": 5.0, "s->a": 5.0} and cap(cable_)["a<->s"] == 6.0
+    assert cap(topo)["a<->s"] == 12.0 and bw(topo)["a->s"] == 10.0  # the original is untouched
+    named = topo.scaled("a<->s", 3.0)  # a budget by its own id: the links stay
+    assert bw(named) == bw(topo) and cap(named)["a<->s"] == 36.0
+    by_class = topo.scaled("pcie", 2.0)  # link_class of every link here (a switch)
+    assert bw(by_class) == {k: 2 * v for k, v in bw(topo).items()} and cap(by_class)["a<->s"] == 24.0
+    with pytest.raises(
+        ScenarioError,
+        match=r"nvlink=0\.7: matches no link id, link class or shared resource of 't' \(classes: pcie; ids such as a->s",
+    ):
+        topo.scaled("nvlink", 0.7)
+    with pytest.raises(ScenarioError, match="must be > 0"):
+        topo.scaled("a->s", 0.0)
+
+
 def test_routes_are_valid_walks_on_a_mesh_with_memory():
     assert_valid_routes(chiplet_mesh(3, 3, hbm="edges", io_dies=2, host_bandwidth=1e9))
 

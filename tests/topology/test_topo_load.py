@@ -16,6 +16,7 @@ from netsim.topology import (
     CollectiveCosts,
     Regime,
     Topology,
+    base_topology,
     build_server,
     cable,
     link_class,
@@ -24,6 +25,7 @@ from netsim.topology import (
     pcie_shared,
     preset,
     server_plan,
+    topology_entry,
 )
 from netsim.traces import parse_nvidia_smi_topo as parse
 from netsim.workloads import Workload, allreduce
@@ -169,6 +171,21 @@ def test_load_files_and_errors(tmp_path):
         load(tmp_path / "notes.txt")
     with pytest.raises(ScenarioError, match="'nope' is neither a preset"):
         load("nope")
+
+
+def test_topology_entry_is_what_base_topology_builds_back(tmp_path):
+    # a calibration file records its machine as this entry; base_topology rebuilds the same links from it
+    smi = trace_path("m01_8x4090_2xEPYC7542_topo.txt")
+    entry = topology_entry(smi)
+    assert entry == {"nvidia_smi_topo": smi.read_text(), "name": "m01_8x4090_2xEPYC7542_topo"}
+    assert [x.id for x in base_topology(entry).links] == [x.id for x in load(smi).links]
+    assert topology_entry("rtx4090-8x-epyc7542") == "rtx4090-8x-epyc7542"
+    f = tmp_path / "cal.json"
+    f.write_text(json.dumps({"topology": "a40-8x-nvlink4"}))
+    assert topology_entry(str(f)) == "a40-8x-nvlink4"
+    (tmp_path / "bad.json").write_text("{ not json")
+    for unknown in ("nope", "fat-tree:4", str(tmp_path / "bad.json")):  # no preset, no file, bad JSON
+        assert topology_entry(unknown) is None
 
 
 def test_p2p_off_transport_is_pluggable():

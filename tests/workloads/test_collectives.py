@@ -108,12 +108,10 @@ def test_slowing_one_direction_of_the_socket_link_is_no_slower_than_both():
     # take more than their share of the links they cross: slowing one direction by 30% cost more than
     # slowing both (8.17 ms vs 7.67 ms at 64 MiB). With NCCL's two pieces in flight per connection the
     # one-way slowdown is no slower than the two-way one, as on hardware.
-    from netsim._collective_cli import scale_links
     from netsim.topology import preset
 
     topo = preset("rtx4090-8x-epyc7542")
-    both, _ = scale_links(topo, [("socket", 0.7)])
-    one, _ = scale_links(topo, [("socket0->socket1", 0.7)])
+    both, one = topo.scaled("socket", 0.7), topo.scaled("socket0->socket1", 0.7)
     shape = netsim.Shape(items=256, hops=16, after=4, resources=64)
 
     def time(fabric, slots):

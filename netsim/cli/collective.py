@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import fnmatch
 import math
 import os
 import sys
 from typing import Any
 
-from .cli import TOPOLOGY_HELP
+from ._common import TOPOLOGY_HELP
 
 #: nccl-tests' names (without "_perf") -> the collective kind of netsim.workloads
 OPS = {
@@ -112,35 +111,17 @@ def rows_for(op: str, sizes: list[int], n: int, word: int) -> list[tuple[int, in
 
 
 def scale_links(topo, scales: list[tuple[str, float]]):
-    """`topo` with the bandwidth of matching links times a factor; returns (topology, one note per pattern).
+    """`topo` with each --scale PATTERN=FACTOR applied in order (`Topology.scaled`); returns (topology,
+    one note per pattern naming what it scaled)."""
+    from .._scenario import ScenarioError
 
-    A pattern matches a link whose id matches it as a glob ("socket0->socket1", "gpu*->rc*") or whose
-    class (`netsim.topology.link_class`: pcie, socket, numa, memory, nvlink, ...) equals it. A shared
-    resource (a cable's two-way budget, a staging engine) is scaled with its links when all of them
-    match the same pattern, or when its id matches it. A pattern that matches nothing is an error.
-    """
-    from ._scenario import ScenarioError
-    from .topology import link_class
-
-    links = {x.id: x for x in topo.links}
-    shared = {r.id: r for r in topo.shared}
     notes = []
     for pattern, factor in scales:
-        hit = [i for i in links if fnmatch.fnmatchcase(i, pattern) or link_class(topo, i) == pattern]
-        hit_set = set(hit)
-        budgets = [
-            r.id for r in shared.values() if set(r.links) <= hit_set or fnmatch.fnmatchcase(r.id, pattern)
-        ]
-        if not hit and not budgets:
-            classes = sorted({link_class(topo, i) for i in links})
-            raise ScenarioError(
-                f"--scale {pattern}={factor:g}: matches no link id, link class or shared resource of "
-                f"{topo.name!r} (classes: {', '.join(classes)}; ids such as {', '.join(list(links)[:3])})"
-            )
-        for i in hit:
-            links[i] = dataclasses.replace(links[i], bandwidth=links[i].bandwidth * factor)
-        for i in budgets:
-            shared[i] = dataclasses.replace(shared[i], capacity=shared[i].capacity * factor)
+        try:
+            topo = topo.scaled(pattern, factor)
+        except ScenarioError as e:
+            raise ScenarioError(f"--scale {e}") from None
+        hit, budgets = topo.matching(pattern)
         shown = ", ".join(hit[:4]) + (f", ... ({len(hit)} links)" if len(hit) > 4 else "")
         notes.append(
             f"--scale {pattern}={factor:g}: bandwidth x{factor:g} on {shown or 'no link'}"
@@ -150,7 +131,6 @@ def scale_links(topo, scales: list[tuple[str, float]]):
                 else ""
             )
         )
-    topo = dataclasses.replace(topo, links=tuple(links.values()), shared=tuple(shared.values()))
     return topo, notes
 
 
@@ -242,8 +222,8 @@ def register(subparsers) -> None:
 
 
 def _collective(args: argparse.Namespace) -> int:
-    from ._scenario import ScenarioError
-    from .cli import check_outputs
+    from .._scenario import ScenarioError
+    from ._common import check_outputs
 
     inputs = {"--topology": args.topology} if os.path.isfile(args.topology) else {}
     check_outputs(
@@ -259,8 +239,8 @@ def _collective(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise ScenarioError(str(e)) from None
 
-    from . import studies, workloads
-    from .topology import load
+    from .. import studies, workloads
+    from ..topology import load
 
     topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on")
     topo, notes = scale_links(topo, args.scale)
@@ -309,7 +289,7 @@ def _collective(args: argparse.Namespace) -> int:
         )
         print(format_rings(search, fitted_costs=topo.software is not None))
     if args.json:
-        from ._checks import to_json, write_atomic
+        from .._checks import to_json, write_atomic
 
         write_atomic(args.json, to_json(to_record(args, topo, ranks, algo, table, rows, search), indent=1))
         print(f"# wrote {args.json}")
@@ -326,7 +306,7 @@ def _collective(args: argparse.Namespace) -> int:
             f"# wrote {args.scenario} ({args.op} at {rows[-1][0]} B: netsim run or a sweep spec's scenario)"
         )
     if args.plot:
-        from .plots import plot_busbw
+        from ..plots import plot_busbw
 
         plot_busbw(
             table.size,

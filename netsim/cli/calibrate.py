@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-from .cli import TOPOLOGY_HELP
+from ._common import TOPOLOGY_HELP
 
 
 def register(subparsers) -> None:
@@ -31,24 +30,6 @@ def register(subparsers) -> None:
     p.set_defaults(handler=_calibrate)
 
 
-def topology_entry(value: str) -> str | dict | None:
-    """The calibration file's "topology" entry for a --topology value (None: neither a preset nor a file)."""
-    from netsim.topology import PRESETS
-
-    if value in PRESETS:
-        return value
-    if not os.path.isfile(value):
-        return None
-    with open(value) as f:
-        text = f.read()
-    if text.lstrip().startswith("{"):
-        try:
-            return json.loads(text).get("topology")
-        except (json.JSONDecodeError, AttributeError):
-            return None
-    return {"nvidia_smi_topo": text, "name": os.path.splitext(os.path.basename(value))[0]}
-
-
 def read_traces(paths):
     """Traces from text logs or HDF5 files, their measured values checked (TraceError naming the file
     and line): see `check_trace`."""
@@ -63,11 +44,11 @@ def read_traces(paths):
 def _calibrate(args: argparse.Namespace) -> int:
     from netsim.calibrate import calibrate, plot_fit
     from netsim.calibrate.presets import save
-    from netsim.topology import PRESETS, load
+    from netsim.topology import PRESETS, load, topology_entry
 
-    from ._checks import count, number
-    from ._errors import ScenarioError, SimulationError
-    from .cli import check_outputs
+    from .._checks import count, number
+    from .._errors import ScenarioError, SimulationError
+    from ._common import check_outputs
 
     # every argument is checked before the topology is built, the traces are read or the fit compiles
     steps, lr = count(args.steps, "--steps"), number(args.lr, "--lr", positive=True)

@@ -41,9 +41,9 @@ def _predict(args: argparse.Namespace) -> int:
     from netsim.calibrate.presets import save
     from netsim.topology import load
 
-    from ._calibrate_cli import read_traces
-    from ._errors import ScenarioError
-    from .cli import check_outputs
+    from .._errors import ScenarioError
+    from ._common import check_outputs
+    from .calibrate import read_traces
 
     check_outputs(
         {f"trace {t}": t for t in args.traces} | {"--params": args.params},

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from .cli import TOPOLOGY_HELP
+from ._common import TOPOLOGY_HELP
 
 
 def register(subparsers) -> None:
@@ -32,16 +32,16 @@ def register(subparsers) -> None:
 
 
 def _workload(args: argparse.Namespace) -> int:
-    from .cli import check_outputs
+    from ._common import check_outputs
 
     inputs = {f"FILE {k + 1}": f for k, f in enumerate(args.files) if os.path.isfile(f)}
     if os.path.isfile(args.topology):
         inputs["--topology"] = args.topology
     check_outputs(inputs, {"--trace": (args.trace, (".json",)), "--json": (args.json, (".json",))})
 
-    from ._errors import check_tolerance
-    from .topology import load
-    from .workloads import simulate_workload
+    from .._errors import check_tolerance
+    from ..topology import load
+    from ..workloads import simulate_workload
 
     tolerance = check_tolerance(args.tolerance)
     topo = load(args.topology)
@@ -50,7 +50,7 @@ def _workload(args: argparse.Namespace) -> int:
     run = simulate_workload(source, topo, tolerance=tolerance, progress=True)
     print(run.summary(top=args.top))
     if args.json:
-        from ._checks import to_json, write_atomic
+        from .._checks import to_json, write_atomic
 
         write_atomic(args.json, to_json(to_record(run, args.topology), indent=1))
         print(f"\nwrote {args.json}")

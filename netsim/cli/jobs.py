@@ -45,12 +45,12 @@ def register(subparsers) -> None:
 
 
 def _jobs(args: argparse.Namespace) -> int:
-    from ._checks import write_atomic
-    from ._errors import ScenarioError
-    from .cli import check_outputs
+    from .._checks import write_atomic
+    from .._errors import ScenarioError
+    from ._common import check_outputs
 
     if args.generate is not None:
-        from .jobs import deepshare_trace, format_job_trace
+        from ..jobs import deepshare_trace, format_job_trace
 
         if args.trace:
             raise ScenarioError("give a TRACE to schedule or --generate N, not both")
@@ -66,7 +66,7 @@ def _jobs(args: argparse.Namespace) -> int:
         return 0
     if not args.trace:
         raise ScenarioError("TRACE: give a trace CSV, or --generate N to make one")
-    from .jobs import JOB_POLICIES
+    from ..jobs import JOB_POLICIES
 
     policies = list(JOB_POLICIES) if args.policy == "all" else [p.strip() for p in args.policy.split(",")]
     unknown = [p for p in policies if p not in JOB_POLICIES]
@@ -76,7 +76,7 @@ def _jobs(args: argparse.Namespace) -> int:
         {"the trace": args.trace},
         {"--out": (args.out, (".json", ".h5", ".hdf5")), "--plot": (args.plot, (".png", ".pdf", ".svg"))},
     )
-    from .jobs import (
+    from ..jobs import (
         Paces,
         deepshare_cluster,
         plot_jct_cdf,

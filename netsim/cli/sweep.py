@@ -42,7 +42,7 @@ def _sweep(args: argparse.Namespace) -> int:
     from netsim.sweep import SweepError, load_spec
     from netsim.sweep._store import check_out_path
 
-    from .cli import check_outputs
+    from ._common import check_outputs
 
     try:  # before any work: a bad --out or --chunk-size must not cost a plan, nor leave a file behind
         check_out_path(args.out)

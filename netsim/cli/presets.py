@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
 def listing() -> str:
     """The two tables `netsim presets` prints."""
-    from .topology import CALIBRATED, CLUSTERS, PRESETS
+    from ..topology import CALIBRATED, CLUSTERS, PRESETS
 
     width = max(map(len, [*PRESETS, *CALIBRATED])) + 2
     lines = ["topology presets (builder figures; netsim.topology.preset(name)):"]

@@ -1,0 +1,82 @@
+"""What every command shares: the `--topology` help, XLA's CPU thread pool, output checks, start-up's end."""
+
+from __future__ import annotations
+
+import gc
+import os
+
+# XLA's CPU backend runs large loops on a pool of threads, one per core by default, sized by PJRT_NPROC when
+# it starts. One simulation is a long chain of small ops for which the hand-offs cost more than they save
+# (1.3-1.4x slower on 2 cores than with one thread, benchmarks/RESULTS.md); a sweep's batched ops gain from them.
+CPU_THREADS = {"run": 1}  # per command; the others use one thread per core
+
+
+#: what every `--topology` option takes: whatever `netsim.topology.load` reads
+TOPOLOGY_HELP = (
+    "an `nvidia-smi topo -m` text file, a calibration JSON (`netsim calibrate --out`), a preset or "
+    "calibrated preset name (`netsim presets`; a calibrated preset gives its fitted figures), or a "
+    "cluster shape (fat-tree:K, leaf-spine:L,S,H)"
+)
+
+
+def set_cpu_threads(n: int) -> None:
+    """Sizes XLA's CPU thread pool: n threads, or one per core for 0. Only takes effect before JAX starts its
+    CPU backend (its first computation or device query), so call it first thing in a script."""
+    if n < 0:
+        raise ValueError(f"cpu threads: must be >= 0 (0 = one per core), got {n}")
+    if n:
+        os.environ["PJRT_NPROC"] = str(n)
+    else:
+        os.environ.pop("PJRT_NPROC", None)
+
+
+def cpu_threads(option: int | None, command: str) -> int:
+    """The thread count for a command: --cpu-threads, else PJRT_NPROC if set, else the command's default."""
+    if option is not None:
+        return option
+    if os.environ.get("PJRT_NPROC", "").isdigit():
+        return int(os.environ["PJRT_NPROC"])
+    return CPU_THREADS.get(command, 0)
+
+
+def cpu_threads_label() -> str:
+    """XLA's CPU thread pool size as set for this process, for headers."""
+    return os.environ.get("PJRT_NPROC", "one per core")
+
+
+def check_outputs(inputs: dict[str, str], outputs: dict[str, tuple[str | None, tuple[str, ...]]]) -> None:
+    """Refuses, before any work, an output of unknown type, one that would replace an input or another
+    output, and one that cannot be written (missing or read-only folder).
+
+    inputs: option -> path read; outputs: option -> (path or None, accepted suffixes). Raises OSError.
+    """
+    from .._checks import check_writable
+
+    taken = dict(inputs)
+    for option, (path, suffixes) in outputs.items():
+        if path is None:
+            continue
+        if not path.endswith(suffixes):
+            kind = os.path.splitext(path)[1] or "(none)"
+            raise OSError(
+                f"{option}: unknown output type {kind!r} in {path!r}; use one of {', '.join(suffixes)}"
+            )
+        for other, used in taken.items():
+            if _same_file(path, used):
+                raise OSError(f"{option}: {path!r} is also {other}; refusing to overwrite it")
+        check_writable(path, option)
+        taken[option] = path
+
+
+def _same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)  # hard links
+    except OSError:
+        return False
+
+
+def started() -> None:
+    """Ends a command's start-up: garbage collection runs again (`netsim.cli.main` holds it off until then)."""
+    gc.enable()
