@@ -44,6 +44,8 @@ def test_top_level_names():
         "run_batch",
         "batch_axes",
         "stack",  # batches
+        "vmap_run",
+        "jvp_columns",  # the runner's traceable entries (calibration losses)
         "enable_compilation_cache",
         "Status",
         "NetsimError",
@@ -54,10 +56,33 @@ def test_top_level_names():
     assert {"kernels", "studies", "topology", "workloads"} <= set(dir(netsim))
 
 
+def test_check_names():
+    import netsim.checks
+
+    assert public(netsim.checks) == {
+        "MAX_BANDWIDTH",
+        "MAX_BYTES",
+        "MAX_TIME",
+        "MIN_BANDWIDTH",
+        "choice",
+        "count",
+        "fraction",
+        "identifier",
+        "identifiers",
+        "number",
+        "quantity",
+        "text",
+        "to_json",
+        "write_atomic",
+    }
+
+
 def test_kernel_names():
     assert public(kernels) == {
         "run",
         "step",
+        "initial_state",
+        "TIE",
         "maxmin_rates",
         "route_latency",
         "Network",

@@ -23,8 +23,8 @@ import jax
 import numpy as np
 
 from .. import kernels
-from .._batch import run_batch
 from .._compile import Compiled, Shape, compile_scenario
+from .._runner import run_batch
 from .._scenario import Scenario, ScenarioError
 from ..kernels import Network, Program, Status
 from ._axes import (
