@@ -21,9 +21,8 @@ import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 
-from netsim import BatchRun, ScenarioError, SimulationError
-from netsim._checks import count, number
-from netsim._units import format_bytes
+from netsim import BatchRun, ScenarioError, SimulationError, jvp_columns
+from netsim.checks import count, format_bytes, number
 
 from ._model import Experiment, ExperimentBatch, Params, experiment_batches, simulate_experiments
 from ._model import times as simulated_times
@@ -64,8 +63,7 @@ def _step(params: Params, opt_state, batches: tuple[ExperimentBatch, ...], free:
         tangents = (
             jnp.zeros((idx.shape[0], flat.shape[0]), flat.dtype).at[jnp.arange(idx.shape[0]), idx].set(1.0)
         )
-        jvp = lambda v, b=batch: jax.jvp(lambda x: residuals(x, b), (flat,), (v,), has_aux=True)
-        r, jac, (status, events) = jax.vmap(jvp, out_axes=(None, 0, None))(tangents)
+        r, jac, (status, events) = jvp_columns(lambda x, b=batch: residuals(x, b), flat, tangents)
         value = value + jnp.sum(batch.weight * r**2)
         grad = grad.at[idx].add(2.0 * jac @ (batch.weight * r))
         out.append((batch.measured * jnp.exp(r), status, events))

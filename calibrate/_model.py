@@ -3,8 +3,8 @@
 A `Spec` names the parameters (link classes, the topology's shared resources, protocol regimes); `Params`
 holds their values, each positive through its log. An `Experiment` is one measured table as scenarios on
 the topology (a collective at many sizes, or one p2pBandwidthLatencyTest matrix), compiled by netsim;
-experiments of one topology are laid out together with `netsim.compile_batch` and simulated in one vmap
-of `netsim.kernels.run`, under a network whose capacities come from the parameters by resource class
+experiments of one topology are laid out together with `netsim.compile_batch` and simulated in one
+`netsim.vmap_run`, under a network whose capacities come from the parameters by resource class
 (links by link class, shared resources by id).
 
 Protocol regimes: NCCL switches protocol with message size; each regime has its own per-step software
@@ -17,7 +17,6 @@ Bytes per step is the natural variable: the size where the fastest protocol chan
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -616,8 +615,7 @@ def simulate_experiments(params: Params, b: ExperimentBatch, *, loop: str = "lax
     inflate = jnp.where(b.flow, coll / eff + (1.0 - coll) * copy_inflate, 1.0)
     p = b.program
     prog = kernels.Program(p.route, p.size * inflate, p.release, p.overhead + extra, p.after)
-    run = functools.partial(kernels.run, max_events=b.max_events, loop=loop)
-    return jax.vmap(run, in_axes=netsim.batch_axes(net, prog))(net, prog)
+    return netsim.vmap_run(net, prog, max_events=b.max_events, loop=loop)
 
 
 def times(params: Params, b: ExperimentBatch, state: kernels.SimState) -> Float[Array, " B"]:

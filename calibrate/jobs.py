@@ -32,7 +32,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 import netsim
 from netsim import ScenarioError, Shape, SimulationError, compile_batch, compile_scenario, kernels
-from netsim._checks import count, number
+from netsim.checks import count, number
 from netsim.jobs import (
     SERVER_COLLECTIVES,
     DeepShareTable,
@@ -252,8 +252,7 @@ def paces(local: Float[Array, "B 2 3"], b: JobBatch) -> tuple[Float[Array, "B 2"
     size = b.per_compute * pick(0) + b.per_byte * pick(1)
     p = b.program
     prog = kernels.Program(p.route, size, p.release, p.overhead + b.per_sync * pick(2), p.after)
-    run = functools.partial(kernels.run, max_events=b.max_events)
-    state = jax.vmap(run, in_axes=netsim.batch_axes(b.network, prog))(b.network, prog)
+    state = netsim.vmap_run(b.network, prog, max_events=b.max_events)
     ends = jnp.max(jnp.where(b.ends, state.finish[:, None, None, :], 0.0), axis=-1)  # B x 2 x I
     return iteration_paces(ends, b.iterations), state.status
 
@@ -329,8 +328,7 @@ def _value_and_grad(params: JobParams, b: JobBatch, t: _Targets, iso_weight):
     local = _local(params, b)
     dirs = jnp.eye(6, dtype=local.dtype).reshape(6, 1, 2, 3)
     tangents = jnp.broadcast_to(dirs, (6, *local.shape))
-    jvp = lambda v: jax.jvp(lambda x: paces(x, b), (local,), (v,), has_aux=True)
-    (pace, jac, status) = jax.vmap(jvp, out_axes=(None, 0, None))(tangents)
+    pace, jac, status = netsim.jvp_columns(lambda x: paces(x, b), local, tangents)
     value, g_pace = jax.value_and_grad(_loss)(pace, t, iso_weight)
     g_local = jnp.einsum("bs,kbs->bk", g_pace, jac).reshape(local.shape)  # B x 2 x 3
     n = params.log_compute.shape[0]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from netsim._checks import to_json, write_atomic
+from netsim.checks import to_json, write_atomic
 from netsim.topology import CALIBRATED, Topology
 from netsim.topology import load as load_topology
 

@@ -42,7 +42,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from netsim import Flow, Scenario, ScenarioError, SharedResource
-from netsim._checks import fraction
+from netsim.checks import fraction
 from netsim.topology import Topology, staging_engines
 from netsim.workloads import Workload
 

@@ -12,6 +12,8 @@ from ._types import Network as Network
 from ._types import Program as Program
 from ._types import SimState as SimState
 from ._types import Status as Status
+from .engine import TIE as TIE
+from .engine import initial_state as initial_state
 from .engine import route_latency as route_latency
 from .engine import run as run
 from .engine import step as step

@@ -8,68 +8,14 @@ import jax
 import numpy as np
 
 from . import kernels
-from ._cache import executable
 from ._compile import Compiled, compile_scenario
-from ._errors import SimulationError, check_status, check_tolerance
+from ._errors import check_status, check_tolerance
 from ._progress import Progress
 from ._result import Result
+from ._runner import check_result, resume, run_compiled, start_state
 from ._scenario import Scenario
 from ._units import format_quantity
 from .kernels import Status
-from .kernels.engine import TIE, initial_state
-
-#: relative tolerance of the post-run byte balance (`check_result`)
-CONSERVATION_RTOL = 1e-9
-
-
-def _whole(network: kernels.Network, program: kernels.Program, **options) -> kernels.SimState:
-    return kernels.run(network, program, **options)
-
-
-def _start(program: kernels.Program, *, n_resources: int, record: int) -> kernels.SimState:
-    return initial_state(program, n_resources, record)
-
-
-def _next(network, program, state: kernels.SimState, until, **options) -> kernels.SimState:
-    return kernels.run(network, program, state=state, until=until, **options)
-
-
-def _state_tree(network: kernels.Network, program: kernels.Program, record: int):
-    """The pytree structure of the engine's state, without tracing the engine."""
-    n_resources = network.capacity.shape[-1]
-    return jax.tree.structure(jax.eval_shape(lambda p: initial_state(p, n_resources, record), program))
-
-
-def _run(
-    network: kernels.Network, program: kernels.Program, max_events: int, record: int, tolerance: float
-) -> kernels.SimState:
-    # the one compile per shape and options (max_events, record, tolerance), kept in memory and, when
-    # enabled, in the executable cache (netsim._cache)
-    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
-    args = (network, program)
-    return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
-
-
-def _initial(network: kernels.Network, program: kernels.Program, record: int) -> kernels.SimState:
-    # the engine's start state, from a small executable of its own: the slices then need one large one
-    options = {"n_resources": network.capacity.shape[-1], "record": int(record)}
-    return executable(_start, (program,), options, lambda: _state_tree(network, program, record))(program)
-
-
-def _resume(
-    network: kernels.Network,
-    program: kernels.Program,
-    state: kernels.SimState,
-    until: np.ndarray,
-    max_events: int,
-    record: int,
-    tolerance: float,
-) -> kernels.SimState:
-    # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
-    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
-    args = (network, program, state, until)
-    return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
-
 
 #: progress runs (`simulate(progress=True)`): slices of about SLICE_SECONDS of engine time, the first of
 #: FIRST_SLICE events; a line on stderr every PROGRESS_EVERY s from PROGRESS_AFTER s on (short runs stay quiet)
@@ -82,15 +28,14 @@ PROGRESS_EVERY = 5.0
 def _run_reporting(compiled: Compiled, bound: int, record: int, tolerance: float) -> kernels.SimState:
     """Runs a simulation in slices and reports progress between them: no host callback inside the
     engine, so JAX's disk cache keeps the compiled slice."""
-    network, program = compiled.network, compiled.program
     items = compiled.n_flows + compiled.n_tasks
     bar = Progress("netsim", "events", after=PROGRESS_AFTER, every=PROGRESS_EVERY)
-    state, size = _initial(network, program, record), FIRST_SLICE
+    state, size = start_state(compiled, record), FIRST_SLICE
     try:
         while True:
             t0 = time.perf_counter()
             until = np.int32(min(bar.done + size, bound))
-            state = _resume(network, program, state, until, bound, record, tolerance)
+            state = resume(compiled, state, until, bound, record, tolerance)
             events, done = int(state.events), jax.device_get(state.done)
             if bool(np.all(done)) or events >= bound or int(state.status) != Status.OK:
                 return state
@@ -145,71 +90,10 @@ def simulate(
         if progress:
             state = jax.device_get(_run_reporting(compiled, bound, bound if record else 0, tolerance))
         else:
-            state = jax.device_get(
-                _run(compiled.network, compiled.program, bound, bound if record else 0, tolerance)
-            )
+            state = jax.device_get(run_compiled(compiled, bound, bound if record else 0, tolerance))
     wall = time.perf_counter() - t0
     if throw:
         check_status(int(state.status), int(state.events), bound)
     if int(state.status) == Status.OK:
         check_result(compiled, state)
     return Result.from_state(compiled, state, wall)
-
-
-def check_result(compiled: Compiled, state: kernels.SimState) -> None:
-    """The post-run check of a finished run (host NumPy, O(items x hops)): every time, byte count and busy
-    time is finite, and every resource carried exactly the bytes of the items crossing it: a link or
-    shared resource the sizes of the flows routed through it, a device its tasks' durations.
-
-    The balance holds to CONSERVATION_RTOL relative, plus what the engine's tie rule may leave unmoved:
-    items finishing within TIE x t of an event finish with it, each short of at most capacity x TIE x
-    makespan on a resource.
-
-    Raises:
-        SimulationError: naming the first item or resource at fault; it means a bug in netsim or a
-            scenario past float64's precision (e.g. nanosecond flows after 1e6 s), never bad input.
-    """
-    n_items = compiled.n_flows + compiled.n_tasks
-    ids = [x.id for x in (*compiled.scenario.flows, *compiled.scenario.tasks)]
-    for name in ("start", "first_byte", "finish"):
-        values = np.asarray(getattr(state, name))[:n_items]
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            kind = "flow" if bad[0] < compiled.n_flows else "task"
-            raise SimulationError(
-                f"post-run check: {kind} {ids[bad[0]]!r} has {name} = {float(values[bad[0]])} in a finished run"
-            )
-    resources = (
-        [x.id for x in compiled.scenario.links]
-        + [r.id for r in compiled.scenario.shared]
-        + list(compiled.devices)
-    )
-    n_res = len(resources)
-    carried = np.asarray(state.resource_bytes)[:n_res]
-    busy = np.asarray(state.resource_busy)[:n_res]
-    for name, values in (("bytes carried", carried), ("busy time", busy)):
-        bad = np.flatnonzero(~np.isfinite(values))
-        if bad.size:
-            raise SimulationError(
-                f"post-run check: resource {resources[bad[0]]!r} has {name} = {float(values[bad[0]])} in a finished run"
-            )
-    route = np.asarray(compiled.program.route)[:n_items]  # padded hops point past the real resources
-    size = np.asarray(compiled.program.size)[:n_items]
-    real = route < n_res
-    expected = np.bincount(
-        route[real], weights=np.broadcast_to(size[:, None], route.shape)[real], minlength=n_res
-    )
-    crossing = np.bincount(route[real], minlength=n_res)
-    makespan = float(np.max(np.asarray(state.finish)[:n_items]))
-    capacity = np.asarray(compiled.network.capacity)[:n_res]
-    slack = CONSERVATION_RTOL * expected + crossing * capacity * TIE * makespan
-    off = np.abs(carried - expected) > slack
-    if off.any():
-        j = int(np.argmax(np.where(off, np.abs(carried - expected) - slack, -np.inf)))
-        unit = "s of work" if j >= n_res - len(compiled.devices) else "bytes"
-        error = abs(carried[j] - expected[j]) / max(expected[j], 1e-300)
-        raise SimulationError(
-            f"post-run check: resource {resources[j]!r} carried {float(carried[j])!r} {unit}, but the items "
-            f"crossing it total {float(expected[j])!r} (relative error {error:.3g}); a bug in netsim or a "
-            "scenario past float64's precision: please report it"
-        )

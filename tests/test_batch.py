@@ -100,3 +100,59 @@ def test_empty_and_bad_scenarios():
     bad = Scenario((Link("l", "a", "b", 1e9),), (Flow("f", "a", "zz", 1e6),))
     with pytest.raises(ScenarioError, match=r"scenarios\[1\]: flows\[0\] \(id 'f'\)\.dst: unknown node 'zz'"):
         netsim.compile_batch([random_scenario(0), bad])
+
+
+def test_post_run_check_over_a_batch_names_the_point_and_resource():
+    # the check `simulate` applies, over every finished point: a real batch passes; one tally moved by
+    # 1e-6 relative (1000x the tolerance) in one point is found there, and an unfinished point is skipped
+    from netsim._runner import CHECKED, find_fault
+
+    batch = netsim.compile_batch([random_scenario(seed) for seed in range(4)], shape=PAD)
+    run = batch.run(keep=CHECKED)
+    fields = {k: run[k].copy() for k in CHECKED}
+    assert find_fault(batch.network, batch.program, fields, run.ok) is None
+    j = int(np.argmax(fields["resource_bytes"][2]))
+    fields["resource_bytes"][2, j] *= 1 + 1e-6
+    fault = find_fault(batch.network, batch.program, fields, run.ok)
+    assert (fault.point, fault.kind, fault.index) == (2, "resource", j)
+    assert find_fault(batch.network, batch.program, fields, np.array([True, True, False, True])) is None
+    fields["finish"][1, 0] = np.nan
+    fault = find_fault(batch.network, batch.program, fields, run.ok)
+    assert (fault.point, fault.kind, fault.index, fault.message) == (
+        1,
+        "item",
+        0,
+        "has finish = nan in a finished run",
+    )
+
+
+def test_run_batch_applies_the_post_run_check(monkeypatch):
+    import netsim._runner as runner
+
+    batch = netsim.compile_batch([random_scenario(seed) for seed in range(2)], shape=PAD)
+    seen = []
+
+    def fault(network, program, state, ok):  # what run_batch hands the check, and a fault to report
+        seen.append((sorted(state), ok.tolist()))
+        return runner.Fault(1, "resource", 3, "carried 2.0 {unit}, but the items crossing it total 1.0")
+
+    monkeypatch.setattr(runner, "find_fault", fault)
+    with pytest.raises(SimulationError, match=r"post-run check: point 1: resource 3 carried 2\.0 bytes"):
+        batch.run()
+    assert seen == [(sorted(runner.CHECKED), [True, True])]
+
+
+def test_post_run_check_with_a_shared_program():
+    # one program under 4 networks: the expected tallies are computed once, the fault still found per point
+    from netsim._runner import CHECKED, find_fault
+
+    compiled = netsim.compile_scenario(random_scenario(1), shape=PAD)
+    capacity = compiled.network.capacity[None, :] * np.array([1.0, 0.5, 2.0, 3.0])[:, None]
+    network = netsim.kernels.Network(capacity, compiled.network.latency)
+    run = netsim.run_batch(network, compiled.program, max_events=compiled.max_events, keep=CHECKED)
+    fields = {k: run[k].copy() for k in CHECKED}
+    assert find_fault(network, compiled.program, fields, run.ok) is None
+    j = int(np.argmax(fields["resource_bytes"][3]))
+    fields["resource_bytes"][3, j] *= 1 - 1e-6
+    fault = find_fault(network, compiled.program, fields, run.ok)
+    assert (fault.point, fault.kind, fault.index) == (3, "resource", j)

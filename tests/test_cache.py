@@ -15,7 +15,7 @@ import numpy as np
 
 import netsim
 from netsim._cache import executable_key
-from netsim._simulate import _whole
+from netsim._runner import _whole
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "pcie_ring_allreduce.json")
 
@@ -28,7 +28,6 @@ def run(tmp: Path, cache: Path, *options: str) -> tuple[dict, str]:
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=tmp,
         env=env,
     )
     assert p.returncode == 0, p.stderr

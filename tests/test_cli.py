@@ -149,16 +149,14 @@ def netsim_module():
     return netsim
 
 
-def test_help_version_and_argument_errors_do_not_import_jax(tmp_path):
+def test_help_version_and_argument_errors_do_not_import_jax():
     code = (
         "import sys\nfrom netsim.cli import main\n"
         "for argv in (['--version'], ['--help'], ['run', '--help'], ['run'], ['bogus'], ['run', 'x', '--top']):\n"
         "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
         "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith(('jax.', 'jaxlib'))))"
     )
-    p = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "[]"
     assert "usage: netsim" in p.stdout and "invalid choice: 'bogus'" in p.stderr
@@ -188,7 +186,7 @@ def test_cpu_threads_option_then_environment_then_command_default(monkeypatch):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads by name under /proc")
 @pytest.mark.parametrize("n", [1, 0])
-def test_set_cpu_threads_sizes_xla_pool(n, tmp_path):
+def test_set_cpu_threads_sizes_xla_pool(n):
     """The knob is jaxlib's (PJRT_NPROC): this fails if a jaxlib stops reading it."""
     code = (
         f"from netsim.cli import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
@@ -197,9 +195,7 @@ def test_set_cpu_threads_sizes_xla_pool(n, tmp_path):
         "for t in os.listdir('/proc/self/task')))"
     )
     env = {k: v for k, v in os.environ.items() if k not in ("PJRT_NPROC", "NPROC")}
-    p = subprocess.run(
-        [sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
-    )  # the installed package, not the source folder
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     assert int(p.stdout) == (n or len(os.sched_getaffinity(0)))
 

@@ -161,7 +161,6 @@ def test_cli_exits_2_naming_the_field(tmp_path, mutate, field):
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=tmp_path,
     )
     assert p.returncode == 2, p.stderr
     assert f"\nnetsim: error: {field}" in "\n" + p.stderr, p.stderr

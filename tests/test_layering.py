@@ -1,4 +1,30 @@
-"""kernels/ stays pure: it imports only jax, equinox, jaxtyping and numpy (never netsim's host layer)."""
+"""The layers and their one-way imports, read from the source: who may import whom, and no private name
+across packages. Also how the two folders kernels/ and calibrate/ join the netsim namespace.
+
+The layer matrix (a module of the left-hand layer imports netsim code of the listed layers only; third-party
+and standard-library imports are free, except in the kernels):
+
+    kernels    -> (nothing of netsim: jax, equinox, jaxtyping, numpy and a few stdlib modules)
+    core       -> core, kernels                  (netsim's own modules: scenario, compile, runner, ...)
+    data       -> core
+    traces     -> core, data, traces             (measured files: nccl-tests, p2p matrices, nvidia-smi, ...)
+    topology   -> core, kernels, data, traces, topology
+    workloads  -> core, kernels, data, traces, topology, workloads
+    jobs       -> core, kernels, data, traces, topology, workloads, jobs
+    latency    -> core, kernels, data, traces, topology, workloads, latency
+    studies    -> core, kernels, data, traces, topology, workloads, jobs, studies
+    sweep      -> core, kernels, data, traces, topology, workloads, sweep
+    plots      -> core, kernels, data, traces, topology, workloads, jobs, studies, sweep, plots
+    calibrate  -> core, ..., jobs, latency, studies, sweep, calibrate (netsim's public names)
+    cli        -> every layer                    (netsim/cli/: the top)
+
+No layer imports tests/, benchmarks/ or examples/ (they are not packages of netsim: see
+test_the_checkout_maps_exactly_kernels_and_calibrate). A new subpackage must be added here.
+
+Private imports: a module may import a private module (`_x`) or a private name (`_y`) of its own package or
+of a package that contains it inside netsim (netsim.sweep may import netsim._compile), never of another
+package (netsim.studies may not import netsim.workloads._jobs, netsim.calibrate not netsim._checks).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +38,11 @@ import netsim.calibrate
 
 import netsim
 
-ALLOWED = {
+ROOT = Path(__file__).resolve().parents[1]
+# the folders of the library and the package each installs as (pyproject's package-dir)
+FOLDERS = {"netsim": "netsim", "kernels": "netsim.kernels", "calibrate": "netsim.calibrate"}
+
+NUMERICS = {
     "jax",
     "equinox",
     "jaxtyping",
@@ -26,18 +56,142 @@ ALLOWED = {
     "collections",
 }
 
+_BASE = {"core", "kernels", "data", "traces", "topology", "workloads"}
+LAYERS = {
+    "kernels": set(),
+    "core": {"core", "kernels"},
+    "data": {"core"},
+    "traces": {"core", "data", "traces"},
+    "topology": {"core", "kernels", "data", "traces", "topology"},
+    "workloads": _BASE,
+    "jobs": _BASE | {"jobs"},
+    "latency": _BASE | {"latency"},
+    "studies": _BASE | {"jobs", "studies"},
+    "sweep": _BASE | {"sweep"},
+    "plots": _BASE | {"jobs", "studies", "sweep", "plots"},
+    "calibrate": _BASE | {"jobs", "latency", "studies", "sweep", "calibrate"},
+    "cli": _BASE | {"jobs", "latency", "studies", "sweep", "plots", "calibrate", "cli"},
+}
 
-def test_kernels_import_only_numerics():
-    root = Path(netsim.kernels.__file__).parent
-    for path in root.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                names = [node.module]
-            for name in names:
-                assert name.split(".")[0] in ALLOWED, f"{path.name} imports {name}"
+# Cross-package private imports in files being rewritten elsewhere (issue 25's jobs, traces and CLI moves):
+# each entry is (file, imported module or module.name). Empty this list as those files land.
+ALLOWED_PRIVATE: set[tuple[str, str]] = set()
+
+
+def modules():
+    """(path relative to the repository root, module name, package name) of every library module."""
+    for folder, package in FOLDERS.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts.pop()
+            name = ".".join([package, *parts])
+            yield path.relative_to(ROOT).as_posix(), name, name if is_package else name.rpartition(".")[0]
+
+
+def imports(path: str, package: str):
+    """(imported module, [names]) for every import in a file, relative imports resolved."""
+    for node in ast.walk(ast.parse((ROOT / path).read_text())):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module
+            yield module, [a.name for a in node.names]
+
+
+def layer(module: str) -> str | None:
+    """The layer of a netsim module (None outside netsim)."""
+    parts = module.split(".")
+    if parts[0] != "netsim":
+        return None
+    if len(parts) == 1:
+        return "core"
+    top = parts[1]
+    if top == "cli" or top.endswith("_cli"):
+        return "cli"
+    if top in ("kernels", "calibrate", "plots"):
+        return top
+    if (ROOT / "netsim" / top).is_dir():
+        return top
+    return "core"
+
+
+def test_every_layer_imports_only_the_layers_below_it():
+    wrong = []
+    for path, name, package in modules():
+        mine = layer(name)
+        assert mine in LAYERS, f"{path}: layer {mine!r} is not in the layer matrix (tests/test_layering.py)"
+        for module, _ in imports(path, package):
+            top = module.split(".")[0]
+            if top in ("tests", "benchmarks", "examples", "kernels", "calibrate"):
+                wrong.append(f"{path} imports {module} (not a package of netsim)")
+            elif mine == "kernels" and top != "netsim" and top not in NUMERICS:
+                wrong.append(f"{path} imports {module}: kernels import only {sorted(NUMERICS)}")
+            elif top == "netsim" and layer(module) not in LAYERS[mine] | {mine}:
+                wrong.append(
+                    f"{path} ({mine}) imports {module} ({layer(module)}): {mine} imports {sorted(LAYERS[mine])}"
+                )
+    assert not wrong, "\n".join(wrong)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_owner(module: str, names: list[str]) -> list[tuple[str, str]]:
+    """(owning package, what) for each private module or name an import takes."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if _private(part):
+            return [(".".join(parts[:i]), module)]
+    # a private name of a module belongs to the module's package; one of a package (a submodule), to it
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    return [(package, f"{module}.{n}") for n in names if _private(n)]
+
+
+def _is_package(module: str) -> bool:
+    parts = module.split(".")
+    if len(parts) >= 2 and f"netsim.{parts[1]}" in FOLDERS.values():
+        folder = ROOT / next(f for f, p in FOLDERS.items() if p == f"netsim.{parts[1]}") / Path(*parts[2:])
+    else:
+        folder = ROOT / Path(*parts)
+    return folder.is_dir()
+
+
+def inside(package: str, owner: str) -> bool:
+    """Whether `package` is `owner` or lies inside it (kernels and calibrate are packages of their own)."""
+    roots = ("netsim.kernels", "netsim.calibrate")
+    own_root = next((r for r in roots if package == r or package.startswith(r + ".")), "netsim")
+    return package == owner or (package.startswith(owner + ".") and (owner + ".").startswith(own_root + "."))
+
+
+def private_imports_across_packages():
+    for path, _, package in modules():
+        for module, names in imports(path, package):
+            if module.split(".")[0] != "netsim":
+                continue
+            for owner, what in private_owner(module, names):
+                if not inside(package, owner):
+                    yield path, what, package, owner
+
+
+def test_no_private_import_across_packages():
+    found = set()
+    wrong = []
+    for path, what, package, owner in private_imports_across_packages():
+        allowed = (path, what) in ALLOWED_PRIVATE or (path, what.rpartition(".")[0]) in ALLOWED_PRIVATE
+        if allowed:
+            found.add((path, what) if (path, what) in ALLOWED_PRIVATE else (path, what.rpartition(".")[0]))
+        else:
+            wrong.append(f"{path} ({package}) imports {what}, private to {owner}: export a public name there")
+    assert not wrong, "\n".join(wrong)
+    assert found == ALLOWED_PRIVATE, f"allowlisted but gone (remove them): {sorted(ALLOWED_PRIVATE - found)}"
 
 
 def test_installed_inside_the_netsim_namespace(tmp_path):
@@ -58,10 +212,26 @@ def test_installed_inside_the_netsim_namespace(tmp_path):
     assert p.returncode == 0, p.stderr
 
 
-def test_import_from_the_repository_root():
-    """A notebook or REPL started in the checkout imports the source folder: kernels/ and calibrate/ resolve."""
-    root = Path(__file__).resolve().parents[1]
-    code = "import netsim, netsim.calibrate; print(netsim.kernels.__name__, netsim.calibrate.__name__)"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120)
+def test_the_checkout_maps_exactly_kernels_and_calibrate():
+    """A notebook or REPL started in the checkout imports the source folder: netsim.kernels and
+    netsim.calibrate resolve to kernels/ and calibrate/, nothing else of the root does, and JAX waits."""
+    code = (
+        "import sys, netsim\n"
+        "assert not any(m == 'jax' or m.startswith('jax.') for m in sys.modules), 'import netsim imported JAX'\n"
+        "import netsim.calibrate, netsim.kernels.engine\n"
+        "print(netsim.kernels.__name__, netsim.calibrate.__name__, netsim.kernels.engine.__file__)\n"
+        "for name in ('tests', 'benchmarks', 'examples', 'docs'):\n"
+        "    try:\n"
+        "        __import__('netsim.' + name)\n"
+        "        print('imported', name)\n"
+        "    except ModuleNotFoundError:\n"
+        "        pass\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.split() == ["netsim.kernels", "netsim.calibrate"]
+    kernels, calibrate, engine = p.stdout.split()
+    assert (kernels, calibrate, Path(engine)) == (
+        "netsim.kernels",
+        "netsim.calibrate",
+        ROOT / "kernels" / "engine.py",
+    )

@@ -45,6 +45,8 @@ def test_top_level_names():
         "run_batch",
         "batch_axes",
         "stack",  # batches
+        "vmap_run",
+        "jvp_columns",  # the runner's traceable entries (calibration losses)
         "enable_compilation_cache",
         "Status",
         "NetsimError",
@@ -55,10 +57,34 @@ def test_top_level_names():
     assert {"jobs", "kernels", "studies", "topology", "traces", "workloads"} <= set(dir(netsim))
 
 
+def test_check_names():
+    import netsim.checks
+
+    assert public(netsim.checks) == {
+        "MAX_BANDWIDTH",
+        "MAX_BYTES",
+        "MAX_TIME",
+        "MIN_BANDWIDTH",
+        "choice",
+        "count",
+        "format_bytes",
+        "fraction",
+        "identifier",
+        "identifiers",
+        "number",
+        "quantity",
+        "text",
+        "to_json",
+        "write_atomic",
+    }
+
+
 def test_kernel_names():
     assert public(kernels) == {
         "run",
         "step",
+        "initial_state",
+        "TIE",
         "maxmin_rates",
         "route_latency",
         "Network",
@@ -206,6 +232,7 @@ def test_topology_names():
         "PRESETS",
         "CLUSTERS",
         "preset",
+        "topology_entry",
         "CALIBRATED",
         "load",
         "base_topology",
@@ -288,6 +315,7 @@ def test_sweep_and_data_names():
         "SweepError",
         "SweepResult",
         "load_result",
+        "check_out_path",
         "load_spec",
         "sweep_from_dict",
     }

@@ -226,7 +226,7 @@ def test_errors_come_before_tracing(monkeypatch):
     # A bad scenario must fail on the host: the jitted engine is never reached.
     import netsim._simulate as sim
 
-    monkeypatch.setattr(sim, "_run", lambda *a: pytest.fail("traced a bad scenario"))
+    monkeypatch.setattr(sim, "run_compiled", lambda *a: pytest.fail("traced a bad scenario"))
     with pytest.raises(ScenarioError):
         netsim.simulate(Scenario(LINKS, [Flow("f", "a", "q", 1.0)]))
 
@@ -376,7 +376,7 @@ def test_a_sweep_spec_given_to_run_says_to_use_netsim_sweep():
         Scenario.from_dict({"scenario": "base.json", "axes": []})
 
 
-# --- the post-run check (netsim._simulate.check_result) ---------------------------------------------
+# --- the post-run check (netsim._runner.check_result) ----------------------------------------------
 
 SHARED_CASE = Scenario(
     LINKS,
@@ -393,10 +393,10 @@ SHARED_CASE = Scenario(
 def _state(compiled):
     import jax
 
-    from netsim._simulate import _run
+    from netsim._runner import run_compiled
 
     with jax.enable_x64(True):
-        return jax.device_get(_run(compiled.network, compiled.program, compiled.max_events, 0, 0.0))
+        return jax.device_get(run_compiled(compiled, compiled.max_events, 0, 0.0))
 
 
 def test_bytes_are_conserved_per_resource():
@@ -431,7 +431,7 @@ def test_bytes_are_conserved_per_resource():
 def test_post_run_check_names_the_item_or_resource(field, index, value, message):
     import equinox as eqx
 
-    from netsim._simulate import check_result
+    from netsim._runner import check_result
 
     compiled = netsim.compile_scenario(SHARED_CASE)
     state = _state(compiled)

@@ -39,8 +39,7 @@ def _sweep(args: argparse.Namespace) -> int:
     import jax
 
     from netsim import NetsimError
-    from netsim.sweep import SweepError, load_spec
-    from netsim.sweep._store import check_out_path
+    from netsim.sweep import SweepError, check_out_path, load_spec
 
     from ._common import check_outputs
 

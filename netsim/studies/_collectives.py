@@ -7,8 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._batch import compile_batch, run_batch
+from .._batch import compile_batch
 from .._compile import compile_scenario
+from .._runner import run_batch
 from .._scenario import Scenario, ScenarioError
 from ..kernels import Program
 from ..workloads import Collective, Fabric

@@ -23,9 +23,9 @@ import jax
 import numpy as np
 
 from .. import kernels
-from .._batch import run_batch
 from .._compile import Compiled, Shape, compile_scenario
 from .._progress import Progress
+from .._runner import run_batch
 from .._scenario import Scenario, ScenarioError
 from .._units import format_bytes
 from ..kernels import Network, Program, Status

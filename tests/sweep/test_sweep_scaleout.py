@@ -35,7 +35,6 @@ def test_four_local_devices_match_one(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=HERE,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ran on 4 devices" in proc.stdout
@@ -66,13 +65,10 @@ def _two_processes(path: Path, timeout: int = 300):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code = PRELUDE + "sweep_cases.distributed_worker(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])"
-    # cwd=HERE: `python -c` puts the working directory first on sys.path, and the repo root's netsim/
-    # (without kernels/) would shadow the installed package
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", code, str(port), str(i), str(path)],
             env=_env(),
-            cwd=HERE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -71,8 +71,7 @@ def test_resume_after_sigkill(tmp_path, uninterrupted):
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=HERE,
-    )  # not the repo root, whose netsim/ shadows the install
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
     partial = load_result(path)  # the killed writer left a readable file
     np.testing.assert_array_equal(partial.status[: 3 * CHUNK], 0)

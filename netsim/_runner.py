@@ -1,0 +1,396 @@
+"""The one road into the engine: every vmap and shard_map outside kernels/, and the post-run check.
+
+Traceable (inside jit, jvp and grad, e.g. a calibration loss): `vmap_run` runs the engine on every point
+of a batch, `jvp_columns` gives Jacobian columns by vmapped JVPs. Host entries, which take NumPy inputs,
+return NumPy results and apply the post-run check (`find_fault`) to every point that finished:
+`run_compiled` and `start_state`/`resume` (one scenario: `netsim.simulate`, kept in the executable cache)
+and `run_batch` (many: sweeps, studies, `Batch.run`). Which inputs of a batch vary per point is read from
+the arrays themselves (`batch_axes`): a leaf with one more dimension than the engine takes is batched, any
+other leaf is shared by every point, so one program can run under many networks (a bandwidth sweep) or
+one network under many programs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from . import kernels
+from ._cache import executable
+from ._compile import Compiled, bucket
+from ._errors import ScenarioError, SimulationError, check_tolerance
+from .kernels import TIE, Network, Program, SimState, Status
+
+#: per-point outputs `run_batch` can keep: SimState fields, and "makespan" (the last finish)
+OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name not in ("status", "events")))
+#: what the post-run check reads of a finished state
+CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
+#: relative tolerance of the post-run byte balance (`check_finished`)
+CONSERVATION_RTOL = 1e-9
+# dimensions of one scenario's leaves, as kernels.run takes them
+_NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
+
+
+# --- traceable ------------------------------------------------------------------------------------------
+
+
+def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
+    """vmap's in_axes for (network, program): 0 for a leaf with a leading batch axis, None for a shared one.
+
+    Raises:
+        ScenarioError: a leaf with neither the engine's number of dimensions nor one more.
+    """
+
+    def axis(x, ndim: int, name: str):
+        if np.ndim(x) == ndim + 1:
+            return 0
+        if np.ndim(x) == ndim:
+            return None
+        raise ScenarioError(
+            f"{name}: expected {ndim} dimensions (shared) or {ndim + 1} (batched), got shape {np.shape(x)}"
+        )
+
+    net = [axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
+    prog = [
+        axis(getattr(program, f), _NDIM[f], f"program.{f}")
+        for f in ("route", "size", "release", "overhead", "after")
+    ]
+    # the containers hold axes, not arrays: rebuild them from their tree structure, not their __init__
+    return jax.tree.unflatten(jax.tree.structure(network), net), jax.tree.unflatten(
+        jax.tree.structure(program), prog
+    )
+
+
+def vmap_run(network: Network, program: Program, **options) -> SimState:
+    """`kernels.run(network, program, **options)` on every point of a batch (batched leaves as
+    `batch_axes` reads them); traceable: for use inside a jitted or differentiated function. The caller
+    checks the returned `status` (and `find_fault` on the host, where it can)."""
+    run = functools.partial(kernels.run, **options)
+    return jax.vmap(run, in_axes=batch_axes(network, program))(network, program)
+
+
+def jvp_columns(fn: Callable, x: jax.Array, tangents: jax.Array):
+    """(fn(x), J @ tangents[k] for every k, aux) for `fn(x) -> (y, aux)`: forward-mode Jacobian columns,
+    one JVP per tangent, vmapped; traceable. With tangents the unit vectors of the free parameters, the
+    columns are the Jacobian's (cheaper than reverse mode through the engine for tens of parameters)."""
+    jvp = lambda v: jax.jvp(fn, (x,), (v,), has_aux=True)
+    return jax.vmap(jvp, out_axes=(None, 0, None))(tangents)
+
+
+# --- the post-run check ---------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Fault:
+    """The first thing `find_fault` found wrong in a finished run."""
+
+    point: int  # batch index
+    kind: str  # "item" (a time) or "resource" (a tally)
+    index: int  # the item or resource
+    message: str  # what is wrong, without naming the item or resource
+
+
+def find_fault(
+    network: Network, program: Program, state: dict[str, np.ndarray], ok: np.ndarray
+) -> Fault | None:
+    """The post-run check over a batch (host NumPy, O(points x items x hops)): in every point where `ok`,
+    every time, byte count and busy time is finite, and every resource carried exactly the bytes of the
+    items crossing it (a device: its tasks' work in s).
+
+    network, program: the inputs as run (leaves batched or shared, as `batch_axes` reads them); state:
+    the `CHECKED` fields of the final states, by name, with a leading batch axis; ok: [B] bool, the
+    points to check (the finished ones).
+    Padding needs no special case: padded items move nothing and finish at 0, padded resources carry
+    nothing, and padded hops point past the last resource.
+
+    The balance holds to CONSERVATION_RTOL relative, plus what the engine's tie rule may leave unmoved:
+    items finishing within TIE x t of an event finish with it, each short of at most capacity x TIE x
+    makespan on a resource.
+    """
+    ok = np.asarray(ok, bool)
+    if not ok.any():
+        return None
+    pick = lambda x: np.asarray(x)[ok]
+    points = np.flatnonzero(ok)
+    for name in ("start", "first_byte", "finish"):
+        bad = np.argwhere(~np.isfinite(pick(state[name])))
+        if bad.size:
+            b, i = bad[0]
+            value = float(pick(state[name])[b, i])
+            return Fault(int(points[b]), "item", int(i), f"has {name} = {value} in a finished run")
+    carried, busy = pick(state["resource_bytes"]), pick(state["resource_busy"])
+    for name, values in (("bytes carried", carried), ("busy time", busy)):
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:
+            b, j = bad[0]
+            return Fault(
+                int(points[b]), "resource", int(j), f"has {name} = {float(values[b, j])} in a finished run"
+            )
+    R = carried.shape[1]
+    batched = lambda x, ndim: pick(x) if np.ndim(x) == ndim + 1 else np.asarray(x)[None]
+    route, size = batched(program.route, 2), batched(program.size, 1)  # [B or 1, ...]: shared stays one
+    capacity = batched(network.capacity, 1)
+    n = max(route.shape[0], size.shape[0])
+    route = np.broadcast_to(route, (n, *route.shape[1:]))
+    real = route < R  # padded hops point past the last resource
+    flat = (np.arange(n)[:, None, None] * R + route)[real]  # one bincount over every point
+    weights = np.broadcast_to(size[:, :, None], route.shape)[real]
+    expected = np.bincount(flat, weights=weights, minlength=n * R).reshape(n, R)
+    crossing = np.bincount(flat, minlength=n * R).reshape(n, R)
+    expected = np.broadcast_to(expected, carried.shape)
+    makespan = np.max(pick(state["finish"]), axis=1, keepdims=True)
+    slack = CONSERVATION_RTOL * expected + crossing * capacity * TIE * makespan
+    excess = np.abs(carried - expected) - slack
+    if not (excess > 0).any():
+        return None
+    b, j = np.unravel_index(int(np.argmax(np.where(excess > 0, excess, -np.inf))), excess.shape)
+    error = abs(carried[b, j] - expected[b, j]) / max(expected[b, j], 1e-300)
+    return Fault(
+        int(points[b]),
+        "resource",
+        int(j),
+        f"carried {float(carried[b, j])!r} {{unit}}, but the items crossing it total {float(expected[b, j])!r} "
+        f"(relative error {error:.3g}); a bug in netsim or a scenario past float64's precision: please report it",
+    )
+
+
+def check_result(compiled: Compiled, state: SimState) -> None:
+    """The post-run check of one finished run of `compiled` (`find_fault`), naming the item or resource.
+
+    Raises:
+        SimulationError: naming the first item or resource at fault; it means a bug in netsim or a
+            scenario past float64's precision (e.g. nanosecond flows after 1e6 s), never bad input.
+    """
+    one = {k: np.asarray(getattr(state, k))[None] for k in CHECKED}
+    fault = find_fault(compiled.network, compiled.program, one, np.ones(1, bool))
+    if fault is None:
+        return
+    if fault.kind == "item":
+        ids = [x.id for x in (*compiled.scenario.flows, *compiled.scenario.tasks)]
+        kind = "flow" if fault.index < compiled.n_flows else "task"
+        raise SimulationError(f"post-run check: {kind} {ids[fault.index]!r} {fault.message}")
+    resources = (
+        [x.id for x in compiled.scenario.links]
+        + [r.id for r in compiled.scenario.shared]
+        + list(compiled.devices)
+    )
+    unit = "s of work" if fault.index >= compiled.device_slice.start else "bytes"
+    raise SimulationError(
+        f"post-run check: resource {resources[fault.index]!r} {fault.message.format(unit=unit)}"
+    )
+
+
+# --- host entries: one scenario ------------------------------------------------------------------------
+
+
+def _whole(network: Network, program: Program, **options) -> SimState:
+    return kernels.run(network, program, **options)
+
+
+def _start(program: Program, *, n_resources: int, record: int) -> SimState:
+    return kernels.initial_state(program, n_resources, record)
+
+
+def _next(network, program, state: SimState, until, **options) -> SimState:
+    return kernels.run(network, program, state=state, until=until, **options)
+
+
+def _state_tree(network: Network, program: Program, record: int):
+    """The pytree structure of the engine's state, without tracing the engine."""
+    n_resources = network.capacity.shape[-1]
+    return jax.tree.structure(
+        jax.eval_shape(lambda p: kernels.initial_state(p, n_resources, record), program)
+    )
+
+
+def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: float) -> SimState:
+    """The engine's final state for one compiled scenario, on the device (`check_result` checks it)."""
+    # the one compile per shape and options (max_events, record, tolerance), kept in memory and, when
+    # enabled, in the executable cache (netsim._cache)
+    network, program = compiled.network, compiled.program
+    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    args = (network, program)
+    return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
+
+
+def start_state(compiled: Compiled, record: int) -> SimState:
+    """The engine's start state, from a small executable of its own: the slices then need one large one."""
+    network, program = compiled.network, compiled.program
+    options = {"n_resources": network.capacity.shape[-1], "record": int(record)}
+    return executable(_start, (program,), options, lambda: _state_tree(network, program, record))(program)
+
+
+def resume(
+    compiled: Compiled, state: SimState, until: np.ndarray, max_events: int, record: int, tolerance: float
+) -> SimState:
+    """`state` run on until `until` events (a slice of a run, e.g. `netsim.simulate(progress=True)`)."""
+    # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
+    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    args = (compiled.network, compiled.program, state, until)
+    return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
+
+
+# --- host entries: a batch ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchRun:
+    """Per-point results of `run_batch`, as NumPy arrays with the batch axis first."""
+
+    status: np.ndarray  # [B] int32 Status bits
+    events: np.ndarray  # [B]
+    max_events: int
+    outputs: dict[str, np.ndarray]  # the kept outputs, by name
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self.outputs:
+            raise KeyError(f"{name!r} was not kept; kept: {sorted(self.outputs)} (run_batch's keep=)")
+        return self.outputs[name]
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.status == Status.OK
+
+    def check(self, where: str = "batch") -> BatchRun:
+        """Raises SimulationError naming the points that did not finish, with the reasons; returns self."""
+        bad = np.flatnonzero(~self.ok)
+        if bad.size:
+            i = int(bad[0])
+            reasons = Status(int(self.status[i])).reasons(
+                events=int(self.events[i]), max_events=self.max_events
+            )
+            raise SimulationError(
+                f"{where}: {bad.size} of {self.status.size} points did not finish; point {i}: "
+                + "; ".join(reasons)
+            )
+        return self
+
+
+def run_batch(
+    network: Network,
+    program: Program,
+    *,
+    max_events: int,
+    keep: Sequence[str] = ("makespan",),
+    throw: bool = True,
+    devices: Sequence[jax.Device] | None = None,
+    width: int | None = None,
+    loop: str = "lax",
+    tolerance: float = 0.0,
+) -> BatchRun:
+    """Runs the engine on every point of a batch in one jitted vmap, sharded over `devices`, and applies
+    the post-run check to every point that finished.
+
+    Args:
+        network, program: kernel inputs; leaves with a leading batch axis vary per point, the others are
+            shared (see `batch_axes`). Every batched leaf must have the same batch size B.
+        max_events: the engine's event bound (`Shape.max_events` of the batch's shape).
+        keep: per-point outputs besides status and events (see OUTPUTS).
+        throw: raise SimulationError if any point did not finish; else read `BatchRun.status`.
+        devices: default all devices (of every process under jax.distributed).
+        width: pad the batch to this many points (repeating the last) so that batches of different sizes
+            share one compile; default B rounded up to a bucket. Rounded up to a multiple of the devices.
+        loop: the engine's loop kind ("lax"; "checkpointed" for reverse-mode derivatives).
+        tolerance: 0 (exact) or the fast mode's relative window (see `netsim.simulate`).
+
+    Raises:
+        SimulationError: a point did not finish (unless throw=False), or a finished point failed the
+            post-run check (`find_fault`; always: it means a bug, never bad input).
+    """
+    keep = tuple(keep)
+    tolerance = check_tolerance(tolerance)
+    unknown = [k for k in keep if k not in OUTPUTS]
+    if unknown:
+        raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
+    axes = batch_axes(network, program)
+    leaves = jax.tree.leaves((network, program))
+    sizes = {
+        np.shape(x)[0]
+        for x, ax in zip(leaves, jax.tree.leaves(axes, is_leaf=lambda a: a is None), strict=True)
+        if ax == 0
+    }
+    if len(sizes) != 1:
+        raise ScenarioError(
+            f"batch: the batched inputs disagree on the batch size ({sorted(sizes)})"
+            if sizes
+            else "batch: no input has a batch axis"
+        )
+    (n,) = sizes
+    devices = tuple(jax.devices() if devices is None else devices)
+    n_dev = len(devices)
+    width = max(n, width or bucket(n, 1, per_octave=2))
+    width = -(-width // n_dev) * n_dev
+
+    def pad(x, ax):
+        x = np.asarray(x)
+        if ax is None or width == n:
+            return x
+        return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
+
+    net, prog = jax.tree.map(pad, (network, program), axes, is_leaf=lambda a: a is None)
+    fn, shardings = _batch_function(max_events, keep, loop, tolerance, axes, devices)
+    with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
+        args = jax.tree.map(
+            lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
+            (net, prog),
+            shardings,
+        )
+        out = fn(*args)
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        out = multihost_utils.process_allgather(out, tiled=True)
+    out = {k: np.asarray(v)[:n] for k, v in jax.device_get(out).items()}
+    status = out.pop("status").astype(np.int32)
+    checked = {k: out[k] if k in keep else out.pop(f"checked:{k}") for k in CHECKED}
+    fault = find_fault(network, program, checked, status == Status.OK)
+    if fault is not None:
+        what = f"item {fault.index}" if fault.kind == "item" else f"resource {fault.index}"
+        unit = "bytes (s of work on a device)"
+        raise SimulationError(
+            f"post-run check: point {fault.point}: {what} {fault.message.format(unit=unit)}"
+        )
+    run = BatchRun(status, out.pop("events"), int(max_events), out)
+    return run.check() if throw else run
+
+
+@functools.lru_cache(maxsize=32)
+def _batch_function(
+    max_events: int,
+    keep: tuple[str, ...],
+    loop: str,
+    tolerance: float,
+    axes: tuple[Network, Program],
+    devices: tuple[jax.Device, ...],
+):
+    """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
+    outputs and batching pattern share one compile)."""
+
+    def one(network: Network, program: Program) -> dict[str, jax.Array]:
+        s = kernels.run(network, program, max_events=max_events, loop=loop, tolerance=tolerance)
+        out = {"status": s.status, "events": s.events}
+        for k in keep:
+            out[k] = jnp.max(s.finish) if k == "makespan" else getattr(s, k)
+        for k in CHECKED:  # what the post-run check reads, unless kept anyway
+            if k not in keep:
+                out[f"checked:{k}"] = getattr(s, k)
+        return out
+
+    mesh = Mesh(np.array(devices), ("batch",))
+    specs = jax.tree.map(lambda ax: P("batch") if ax == 0 else P(), axes, is_leaf=lambda a: a is None)
+    # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
+    # which the varying-axes check would reject
+    mapped = jax.shard_map(
+        jax.vmap(one, in_axes=axes), mesh=mesh, in_specs=specs, out_specs=P("batch"), check_vma=False
+    )
+    shardings = jax.tree.map(
+        lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P)
+    )
+    return jax.jit(mapped), shardings
