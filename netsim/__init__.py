@@ -20,6 +20,7 @@ _NAMES = {
     "._batch": ("Batch", "BatchRun", "batch_axes", "compile_batch", "run_batch", "stack"),
     "._cache": ("enable_compilation_cache",),
     "._compile": ("Compiled", "Shape", "compile_scenario"),
+    "._costs": ("CostModel",),
     "._errors": ("NetsimError", "ScenarioError", "SimulationError", "check_status"),
     "._result": ("Result", "Timing"),
     "._scenario": ("Flow", "Link", "Scenario", "SharedResource", "Task"),

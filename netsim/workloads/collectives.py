@@ -27,11 +27,15 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .._checks import quantity
 from .._scenario import Flow, Scenario, ScenarioError, Task
 from .._units import format_quantity
 from ._base import Fabric, Workload
+
+if TYPE_CHECKING:
+    from .._costs import CostModel
 
 __all__ = [
     "SLOTS",
@@ -105,7 +109,7 @@ class Collective:
         chunks, channels: the pipelining and the parallel rings (or trees) the bytes are split over.
         root: index of the root rank (Broadcast, Reduce), else None.
         step_overhead: the explicit per-flow software cost (s); None when not given, so that
-            `scenario` applies the fabric's fitted costs (`Topology.software`) if it has them.
+            `scenario` applies fitted software costs (a `netsim.CostModel`) when it is given them.
         slots: pieces one connection has in flight at most (None: unbounded).
     """
 
@@ -144,15 +148,16 @@ class Collective:
         """nccl-tests' bus bandwidth algbw * factor (bytes/s), comparable to a link's bandwidth."""
         return self.algbw(time) * self.bus_factor
 
-    def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
+    def scenario(
+        self, fabric: Fabric, costs: CostModel | None = None, *, name: str | None = None
+    ) -> Scenario:
         """The collective on `fabric`; flows without an explicit route take `fabric.route(src, dst)`.
 
-        On a fabric with fitted software costs (`Topology.software`, see `CollectiveCosts.apply`) and no
-        explicit `step_overhead`, every flow pays the calibrated per-step overhead and payload efficiency
-        at its bytes, and the collective its launch cost.
+        With a calibrated machine's software costs (`costs`, e.g. `netsim.topology.load_costs(name)`) and
+        no explicit `step_overhead`, every flow pays the calibrated per-step overhead and payload
+        efficiency at its bytes, and the collective its launch cost (`CostModel.apply`).
         """
         scenario = self.workload.scenario(fabric, name=name)
-        costs = getattr(fabric, "software", None)
         return costs.apply(scenario) if costs is not None and self.step_overhead is None else scenario
 
     def __repr__(self) -> str:
@@ -193,7 +198,7 @@ def allreduce(
         rings: one rank order per channel (cycled); default: `ranks` for every channel. Trees and
             halving-doubling number the ranks by this order.
         step_overhead: fixed software cost (s, or "2 us") of every flow, before its first byte. None:
-            0, or on a fabric with fitted software costs (`Topology.software`) the calibrated model.
+            0, or the calibrated model where `Collective.scenario` is given fitted costs.
         routes: explicit routes (link ids) per (src, dst) pair; other pairs take the fabric's route.
         reduce_bandwidth: if set (bytes/s), every reducing receive is followed by a reduction task
             on the receiving node taking bytes / reduce_bandwidth s, which later sends wait for.
