@@ -121,19 +121,30 @@ class CostModel(eqx.Module):
     def apply(self, scenario: Scenario) -> Scenario:
         """The scenario of one collective with these costs: every flow's overhead plus its step's
         blended overhead (`flow_costs`), its bytes times 1 / efficiency, its start + launch."""
-        if not scenario.flows:
-            return scenario
+        return self.apply_each([scenario])[0]
+
+    def apply_each(self, scenarios: Sequence[Scenario]) -> list[Scenario]:
+        """`apply` to each scenario, in one evaluation of the formula (a ring search's probes, a sweep's
+        sizes)."""
+        size = np.array([f.bytes for sc in scenarios for f in sc.flows], np.float64)
+        padded = np.ones(max(64, 1 << (len(size) - 1).bit_length()))  # a few shapes: a few compiles
+        padded[: len(size)] = size
         with jax.enable_x64(True):  # float64, as simulated time; scoped: the caller's config stays
-            size = np.array([f.bytes for f in scenario.flows], np.float64)
-            over, factor = jax.device_get(self.flow_costs(size, 1.0, False))
-        launch = self.launch
-        flows = [
-            dataclasses.replace(
-                f, bytes=f.bytes * float(k), overhead=f.overhead + float(o), start=f.start + launch
-            )
-            for f, o, k in zip(scenario.flows, over, factor, strict=True)
-        ]
-        return dataclasses.replace(scenario, flows=tuple(flows))
+            over, factor = jax.device_get(_collective_costs(self, padded))
+        launch, out, k = self.launch, [], 0
+        for sc in scenarios:
+            flows = [
+                dataclasses.replace(
+                    f,
+                    bytes=f.bytes * float(factor[k + i]),
+                    overhead=f.overhead + float(over[k + i]),
+                    start=f.start + launch,
+                )
+                for i, f in enumerate(sc.flows)
+            ]
+            k += len(flows)
+            out.append(dataclasses.replace(sc, flows=tuple(flows)))
+        return out
 
     # --- serialisation: the software entries of a calibration file -------------------------------------
     @classmethod
@@ -209,3 +220,8 @@ class CostModel(eqx.Module):
             "staged_overhead": float(np.exp(self.log_staged_overhead)),
             "staged_efficiency": float(np.exp(-np.exp(self.log_staged_inefficiency))),
         }
+
+
+@jax.jit  # one dispatch per scenario: a ring search applies the costs to thousands of probes
+def _collective_costs(model: CostModel, size: Array) -> tuple[Array, Array]:
+    return model.flow_costs(size, 1.0, False)

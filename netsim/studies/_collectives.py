@@ -82,7 +82,7 @@ def collective_sweep(
     if costs is not None and collective.step_overhead is None:
         # fitted per-step costs depend on the bytes per step: each size is its own scenario (one batch)
         base = collective.workload.scenario(fabric)
-        times = compile_batch([costs.apply(_scaled(base, k)) for k in scales]).run(width=16)["makespan"]
+        times = compile_batch(costs.apply_each([_scaled(base, k) for k in scales])).run(width=16)["makespan"]
     else:
         compiled = compile_scenario(collective.scenario(fabric))
         p = compiled.program

@@ -343,7 +343,7 @@ class _Search:
             for hops in batches
         ]
         if self.costs is not None:
-            scenarios = [self.costs.apply(x) for x in scenarios]
+            scenarios = self.costs.apply_each(scenarios)
         if count:
             self.evaluated += len(scenarios)
         return _makespans(scenarios, shape=self.shape, width=self.WIDTH)
