@@ -4,7 +4,7 @@
     topo = netsim.topology.load("rtx4090-8x-epyc7542")      # with its shared resources
     cal = calibrate([trace, p2p_trace], topo, staged=netsim.topology.load("rtx4090-8x-epyc7542", p2p=False))
     print(cal.report.summary())
-    topo = cal.topology(topo)                                # the calibrated twin: simulate what-ifs on it
+    topo, costs = cal.topology(topo), cal.params.costs       # the calibrated twin: simulate what-ifs on it
 
 See docs/calibration.md.
 """
@@ -38,5 +38,4 @@ from ._model import lay_out as lay_out
 from ._model import p2p_experiment as p2p_experiment
 from ._model import predict as predict
 from ._model import simulate_experiments as simulate_experiments
-from ._model import software as software
 from .jobs import fit_jobs as fit_jobs

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from netsim import ScenarioError
+from netsim import CostModel, ScenarioError
 from netsim.topology import Topology
 from netsim.traces import NcclTable, P2PMatrix, Trace
 
@@ -211,7 +211,7 @@ class Calibration:
 
     def topology(self, topo: Topology) -> Topology:
         """`topo` (the topology fitted, or its P2P-off twin) with the fitted figures: what
-        `netsim.topology.load` gives for the calibration file."""
+        `netsim.topology.load` gives for the calibration file (its software costs: `params.costs`)."""
         from netsim.topology import from_calibration
 
         return from_calibration(self.params.to_values(self.spec), base=topo)
@@ -244,11 +244,10 @@ def _starts(spec: Spec, params: Params, experiments: Sequence[Experiment]) -> li
     budgets = np.array([s.endswith(" staging") for s in spec.shared])
     if not budgets.any():
         return [params]
-    e0 = float(np.exp(-np.exp(params.log_staged_inefficiency)))
+    e0 = float(np.exp(-np.exp(params.costs.log_staged_inefficiency)))
     raised = params.log_shared + np.where(budgets, np.log(e0 / STAGED_START), 0.0)
-    other = dataclasses.replace(
-        params, log_shared=raised, log_staged_inefficiency=np.log(-np.log(STAGED_START))
-    )
+    costs = dataclasses.replace(params.costs, log_staged_inefficiency=np.log(-np.log(STAGED_START)))
+    other = dataclasses.replace(params, log_shared=raised, costs=costs)
     return [params, other]
 
 
@@ -258,6 +257,7 @@ def calibrate(
     *,
     staged: Topology | None = None,
     spec: Spec | None = None,
+    costs: CostModel | None = None,
     start: Params | None = None,
     freeze: Freeze | None = None,
     **fit_kwargs,
@@ -275,14 +275,16 @@ def calibrate(
             `netsim.topology.load(name)` and `load(name, p2p=False)`, which carry the PCIe shared
             resources (socket duplex budgets, staging engines).
         spec: default `Spec.for_topology(topo, staged=staged)`: their link classes and shared
-            resources, and the LL and Simple regimes.
-        start: default: the values the topology carries (`initial_values`).
+            resources, and the regimes of `costs` (default LL and Simple).
+        costs: software costs to start from (e.g. a calibration's, `netsim.topology.load_costs`);
+            default NCCL-like values (`netsim.CostModel.defaults`).
+        start: default: the values the topology carries (`initial_values`) with `costs`.
         freeze: default: the LL efficiency (a protocol constant, 50 %), and the launch cost unless
             collectives were measured at two or more rank counts (else it cannot be told apart from
             the per-step overhead).
         **fit_kwargs: passed to `fit` (steps, learning_rate, progress, ...).
     """
-    spec = spec or Spec.for_topology(topo, staged=staged)
+    spec = spec or Spec.for_topology(topo, staged=staged, regimes=costs.regimes if costs else None)
     notes: list[str] = []
     experiments = [
         e for t in traces for e in experiments_from_trace(t, spec, topo, staged=staged, notes=notes)
@@ -301,9 +303,14 @@ def calibrate(
         if len(counts) < 2:
             freeze["log_launch"] = True
     freeze = dict(freeze) if isinstance(freeze, Mapping) else {name: True for name in freeze}
-    launch = (topo.software.launch if topo.software else 0.0) or 1e-6 if len(counts) > 1 else 0.0
+    launch = (costs.launch if costs else 0.0) or 1e-6 if len(counts) > 1 else 0.0
     both = (topo,) if staged is None else (topo, staged)
     params = start or Params.from_values(spec, initial_values(spec, *both, launch=launch))
+    if start is None and costs is not None and costs.regimes == spec.regimes:
+        # a fit starts below 1: at exactly 1 (costs that never saw staged copies) there is no gradient
+        below = np.maximum(costs.log_staged_inefficiency, np.log(-np.log(0.9)))
+        costs = dataclasses.replace(costs, log_launch=params.costs.log_launch, log_staged_inefficiency=below)
+        params = dataclasses.replace(params, costs=costs)
     copies = [e for e in experiments if e.kind != "collective"]
     colls = [e for e in experiments if e.kind == "collective"]
 

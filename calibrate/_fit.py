@@ -100,14 +100,13 @@ class FitResult:
 def free_indices(params: Params, freeze: Freeze = ()) -> np.ndarray:
     """Flat indices of the parameters that are fitted (all but `freeze`).
 
-    freeze: field names of `Params` ("log_launch"), or a mapping field -> True / indices to hold.
+    freeze: names of `Params.fields()` ("log_launch"), or a mapping name -> True / indices to hold.
     """
     items = dict(freeze) if isinstance(freeze, Mapping) else {name: True for name in freeze}
     mask = []
-    for field in dataclasses.fields(params):
-        value = np.asarray(getattr(params, field.name))
-        held = np.zeros(value.shape, bool).ravel()
-        rule = items.pop(field.name, False)
+    for name, value in params.fields():
+        held = np.zeros(np.shape(value), bool).ravel()
+        rule = items.pop(name, False)
         if rule is True:
             held[:] = True
         elif rule is not False:
@@ -115,8 +114,7 @@ def free_indices(params: Params, freeze: Freeze = ()) -> np.ndarray:
         mask.append(held)
     if items:
         raise ScenarioError(
-            f"freeze: unknown parameter(s) {sorted(items)}; known: "
-            f"{[f.name for f in dataclasses.fields(params)]}"
+            f"freeze: unknown parameter(s) {sorted(items)}; known: {[name for name, _ in params.fields()]}"
         )
     return np.flatnonzero(~np.concatenate(mask)).astype(np.int32)
 
@@ -172,7 +170,7 @@ def fit(
             # only as a product: hold the efficiency at 1 rather than let it trade against the links
             # (without any copy it is not touched: a collectives-only stage keeps the copies' value)
             freeze = _with(freeze, "log_staged_inefficiency")
-            params = eqx.tree_at(lambda p: p.log_staged_inefficiency, params, jnp.asarray(np.log(1e-9)))
+            params = eqx.tree_at(lambda p: p.costs.log_staged_inefficiency, params, jnp.asarray(np.log(1e-9)))
         mask = np.zeros(ravel_pytree(params)[0].shape[0], bool)
         mask[free_indices(params, freeze)] = True
         free = []
@@ -367,7 +365,7 @@ class FitReport:
 
 def report(params: Params, experiments: Sequence[Experiment]) -> FitReport:
     """Per-point measured and simulated values of every experiment under `params` (held-out tables)."""
-    frozen = [f.name for f in dataclasses.fields(params)]
+    frozen = [name for name, _ in params.fields()]
     return compare(experiments, evaluate(params, experiments, freeze=frozen)[1])
 
 

@@ -1,23 +1,20 @@
 """What calibration fits, and how a measurement is simulated under given parameters.
 
 A `Spec` names the parameters (link classes, the topology's shared resources, protocol regimes); `Params`
-holds their values, each positive through its log. An `Experiment` is one measured table as scenarios on
-the topology (a collective at many sizes, or one p2pBandwidthLatencyTest matrix), compiled by netsim;
-experiments of one topology are laid out together with `netsim.compile_batch` and simulated in one
-`netsim.vmap_run`, under a network whose capacities come from the parameters by resource class
-(links by link class, shared resources by id).
-
-Protocol regimes: NCCL switches protocol with message size; each regime has its own per-step software
-overhead and payload efficiency, blended by `netsim.topology.regime_blend` in log(bytes per step) at
-fitted hand-over sizes, the same formula a calibrated topology's `CollectiveCosts` applies to scenarios.
-Bytes per step is the natural variable: the size where the fastest protocol changes,
-(overhead_Simple - overhead_LL) x bandwidth, does not depend on the rank count.
+holds their values, each positive through its log: the fabric's (link classes, shared resources) and the
+machine's software costs, a `netsim.CostModel`, whose one formula the fit traces and calibrated
+collectives pay. A calibration file is `Params.to_values` written as JSON; `Params.load` reads it back. An
+`Experiment` is one measured table as scenarios on the topology (a collective at many sizes, or one
+p2pBandwidthLatencyTest matrix), compiled by netsim; experiments of one topology are laid out together
+with `netsim.compile_batch` and simulated in one `netsim.vmap_run`, under a network whose
+capacities come from the parameters by resource class (links by link class, shared resources by id).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
@@ -27,9 +24,17 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 import netsim
-from netsim import BatchRun, Compiled, ScenarioError, Shape, compile_batch, compile_scenario, kernels
-from netsim.topology import CollectiveCosts, Regime, Topology, link_class, regime_blend
-from netsim.topology import regime_weights as topology_regime_weights
+from netsim import (
+    BatchRun,
+    Compiled,
+    CostModel,
+    ScenarioError,
+    Shape,
+    compile_batch,
+    compile_scenario,
+    kernels,
+)
+from netsim.topology import Topology, link_class, read_calibration
 from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
 __all__ = [
@@ -44,7 +49,6 @@ __all__ = [
     "p2p_experiment",
     "predict",
     "simulate_experiments",
-    "software",
 ]
 
 #: builders of the collectives nccl-tests measures, by nccl-tests' name (without "_perf")
@@ -62,7 +66,7 @@ class Spec:
     Attributes:
         link_classes: every link of a class shares one bandwidth and one latency.
         shared: ids of the topology's shared resources (`Topology.shared`), each with a fitted capacity.
-        regimes: protocol regimes, smallest messages first (see the module docstring).
+        regimes: protocol regimes, smallest messages first (see `netsim.CostModel`).
         classify: link id -> class, for the topologies this spec is used with.
     """
 
@@ -81,14 +85,12 @@ class Spec:
         classify: Callable[[Topology, str], str] = link_class,
     ) -> Spec:
         """The link classes found in `topo` and then `staged` (its P2P-off twin, whose socket links are
-        class "socket-host"), in first-seen order, their shared resources, and `topo`'s software model's
-        regimes (default LL and Simple)."""
+        class "socket-host"), in first-seen order, their shared resources, and `regimes` (default LL and
+        Simple; a calibration's own: `netsim.topology.load_costs(source).regimes`)."""
         topos = (topo,) if staged is None else (topo, staged)
         classes = tuple(dict.fromkeys(classify(t, link.id) for t in topos for link in t.links))
         shared = tuple(dict.fromkeys(r.id for t in topos for r in t.shared))
-        if regimes is None:
-            regimes = tuple(r.name for r in topo.software.regimes) if topo.software else ("LL", "Simple")
-        return cls(classes, shared, tuple(regimes), classify)
+        return cls(classes, shared, tuple(regimes or ("LL", "Simple")), classify)
 
 
 class Params(eqx.Module):
@@ -98,29 +100,14 @@ class Params(eqx.Module):
         log_bandwidth: per link class, bytes/s.
         log_latency: per link class, s per link crossed.
         log_shared: per shared resource, bytes/s.
-        log_overhead: per regime, s of software cost per collective step (per flow).
-        log_inefficiency: per regime; payload efficiency = exp(-exp(log_inefficiency)) in (0, 1).
-        log_threshold: P - 1 hand-over sizes, bytes per step (their logs need no sign: plain floats).
-        log_width: width of each hand-over, in log(bytes).
-        log_launch: s, once per collective (kernel launch and setup).
-        log_copy_overhead: s, once per p2pBandwidthLatencyTest copy (direct, P2P).
-        log_staged_overhead: s, once per host-staged copy (P2P off: the driver's bounce through host
-            memory costs ~10 us, an order more than a direct copy).
-        log_staged_inefficiency: host-staged copies move bytes at efficiency exp(-exp(.)) of their
-            path's rate (the driver waits on each bounced chunk; NCCL's SHM transport does not).
+        costs: the software costs (per-step overhead and efficiency per regime, launch, copy overheads,
+            the staging pipeline's efficiency): see `netsim.CostModel`.
     """
 
     log_bandwidth: Float[Array, " C"]
     log_latency: Float[Array, " C"]
     log_shared: Float[Array, " K"]
-    log_overhead: Float[Array, " P"]
-    log_inefficiency: Float[Array, " P"]
-    log_threshold: Float[Array, " Pm1"]
-    log_width: Float[Array, ""]
-    log_launch: Float[Array, ""]
-    log_copy_overhead: Float[Array, ""]
-    log_staged_overhead: Float[Array, ""]
-    log_staged_inefficiency: Float[Array, ""]
+    costs: CostModel
 
     @classmethod
     def from_values(cls, spec: Spec, values: dict) -> Params:
@@ -131,81 +118,55 @@ class Params(eqx.Module):
         v = initial_values(spec) | dict(values)
         classes = v["link_classes"]
         shared = v["shared"]
-        regimes = v["regimes"]
         missing = [c for c in spec.link_classes if c not in classes] + [
             s for s in spec.shared if s not in shared
         ]
-        missing += [r for r in spec.regimes if r not in regimes]
+        missing += [r for r in spec.regimes if r not in v["regimes"]]
         if missing:
             raise ScenarioError(f"parameters: no value for {missing}")
-        r = [regimes[name] for name in spec.regimes]
-        for name, regime in zip(spec.regimes, r, strict=True):
-            if not 0 < regime["efficiency"] < 1:
-                raise ScenarioError(
-                    f"regimes.{name}.efficiency: must be in (0, 1), got {regime['efficiency']!r}"
-                )
         log = lambda xs: np.log(np.asarray(xs, dtype=np.float64))
         return cls(
             log_bandwidth=log([classes[c]["bandwidth"] for c in spec.link_classes]),
             log_latency=log([max(classes[c]["latency"], 1e-15) for c in spec.link_classes]),
             log_shared=log([shared[s] for s in spec.shared]).reshape(len(spec.shared)),
-            log_overhead=log([x["overhead"] for x in r]),
-            log_inefficiency=np.log(-log([x["efficiency"] for x in r])),
-            log_threshold=log([x["up_to"] for x in r[:-1]]).reshape(len(r) - 1),
-            log_width=log(v["width"]),
-            log_launch=log(max(v["launch"], 1e-15)),
-            log_copy_overhead=log(max(v["copy_overhead"], 1e-15)),
-            log_staged_overhead=log(max(v["staged_overhead"], 1e-15)),
-            log_staged_inefficiency=np.log(-log(min(v.get("staged_efficiency", 1.0), 1 - 1e-9))),
+            costs=CostModel.from_values(v, spec.regimes, where="parameters"),
         )
 
     @classmethod
-    def from_topology(cls, spec: Spec, *topos: Topology) -> Params:
-        """The values topologies carry (e.g. a machine and its P2P-off twin): link figures (mean per
-        class), shared capacities, the first one's software."""
-        return cls.from_values(spec, initial_values(spec, *topos))
+    def load(cls, spec: Spec, source: str | os.PathLike, *topos: Topology) -> Params:
+        """The parameters of a calibrated preset or calibration file (`netsim.topology.read_calibration`);
+        what it lacks (a link class it predates, software costs) takes `initial_values(spec, *topos)`."""
+        values = read_calibration(source) or {}
+        start = initial_values(spec, *topos)
+        for key in ("link_classes", "shared"):
+            values[key] = start[key] | values.get(key, {})
+        return cls.from_values(spec, values if "regimes" in values else start | values)
 
     def to_values(self, spec: Spec) -> dict:
-        """SI values, JSON-able: link classes, shared resources, regimes, launch, copy overheads."""
+        """SI values, JSON-able: link classes, shared resources, then the costs' (`CostModel.to_values`)."""
         f = lambda x: [float(v) for v in np.exp(np.asarray(x)).ravel()]
         bw, lat, shared = f(self.log_bandwidth), f(self.log_latency), f(self.log_shared)
-        over, eff = f(self.log_overhead), [float(np.exp(-v)) for v in f(self.log_inefficiency)]
-        thr = [*f(self.log_threshold), None]
         return {
             "link_classes": {
                 c: {"bandwidth": bw[i], "latency": lat[i]} for i, c in enumerate(spec.link_classes)
             },
             "shared": {s: shared[i] for i, s in enumerate(spec.shared)},
-            "regimes": {
-                r: {"overhead": over[i], "efficiency": eff[i], "up_to": thr[i]}
-                for i, r in enumerate(spec.regimes)
-            },
-            "width": float(np.exp(self.log_width)),
-            "launch": float(np.exp(self.log_launch)),
-            "copy_overhead": float(np.exp(self.log_copy_overhead)),
-            "staged_overhead": float(np.exp(self.log_staged_overhead)),
-            "staged_efficiency": float(np.exp(-np.exp(self.log_staged_inefficiency))),
+            **self.costs.to_values(),
         }
 
-
-def software(spec: Spec, params: Params) -> CollectiveCosts:
-    """The collective software model of `params`, as a calibrated Topology carries it."""
-    v = params.to_values(spec)
-    regimes = tuple(
-        Regime(name, r["overhead"], r["efficiency"], r["up_to"]) for name, r in v["regimes"].items()
-    )
-    return CollectiveCosts(
-        regimes, v["width"], v["launch"], v["copy_overhead"], v["staged_overhead"], v["staged_efficiency"]
-    )
+    def fields(self) -> list[tuple[str, Array]]:
+        """(name, value) of every fitted array, in the flat order of `ravel_pytree` (the costs' last):
+        the names `freeze` takes."""
+        own = [(f.name, getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "costs"]
+        costs = [(f.name, getattr(self.costs, f.name)) for f in dataclasses.fields(self.costs)]
+        return own + [(name, value) for name, value in costs if name != "regimes"]
 
 
 def initial_values(spec: Spec, *topos: Topology, launch: float | None = None) -> dict:
-    """Starting values: what `topos` carry (link figures as the mean per class, shared capacities, the
-    first one's software model), else LL/Simple regimes as in NCCL.
+    """Starting values: what `topos` carry (link figures as the mean per class, shared capacities), and
+    NCCL-like software costs (`CostModel.defaults`).
 
-    LL: 50 % payload efficiency (a 4-byte flag in every 8-byte store), ~1 us per step; Simple:
-    ~98 % efficiency, ~5 us per step, handing over at 16 KiB per step. `launch` (s per collective)
-    overrides the topology's; it is 0 by default: a fit that holds it folds the launch cost into the
+    `launch` (s per collective) is 0 by default: a fit that holds it folds the launch cost into the
     per-step overheads.
     """
     per_class: dict[str, list] = {c: [] for c in spec.link_classes}
@@ -224,31 +185,9 @@ def initial_values(spec: Spec, *topos: Topology, launch: float | None = None) ->
     }
     have = {r.id: r.capacity for topo in reversed(topos) for r in topo.shared}
     shared = {s: float(have.get(s, 25e9)) for s in spec.shared}
-    costs = topos[0].software if topos else None
-    if costs is not None and tuple(r.name for r in costs.regimes) == tuple(spec.regimes):
-        values = costs.to_dict()
-    else:
-        defaults = {"LL": (1e-6, 0.5), "Simple": (5e-6, 0.98)}
-        regimes = {}
-        for i, r in enumerate(spec.regimes):
-            over, eff = defaults.get(r, (2e-6 * (i + 1), 0.9))
-            regimes[r] = {
-                "overhead": over,
-                "efficiency": eff,
-                "up_to": 16384.0 * 4**i if i < len(spec.regimes) - 1 else None,
-            }
-        values = {
-            "regimes": regimes,
-            "width": 0.5,
-            "launch": 0.0,
-            "copy_overhead": 1e-6,
-            "staged_overhead": 10e-6,
-            "staged_efficiency": 0.9,
-        }
+    values = CostModel.defaults(spec.regimes)
     if launch is not None:
         values["launch"] = launch
-    # a fit starts below 1: at exactly 1 (a topology that never saw staged copies) there is no gradient
-    values["staged_efficiency"] = min(values.get("staged_efficiency", 1.0), 0.9)
     return {"link_classes": classes, "shared": shared, **values}
 
 
@@ -328,9 +267,8 @@ class Experiment:
             "log_staged_inefficiency": np.array(not self.collective and bool(staged.any())),
         }
         mask = []
-        for field in dataclasses.fields(params):
-            size = int(np.size(getattr(params, field.name)))
-            mask.append(np.broadcast_to(rules.get(field.name, np.array(self.collective)), (size,)))
+        for name, value in params.fields():
+            mask.append(np.broadcast_to(rules.get(name, np.array(self.collective)), (int(np.size(value)),)))
         return np.concatenate(mask)
 
 
@@ -356,8 +294,8 @@ def collective_experiment(
 
     Args:
         spec: the parameters' structure.
-        topo: the fabric; `ranks` are its node names in ring order. Its software model, if any, is
-            ignored: the parameters' is applied.
+        topo: the fabric; `ranks` are its node names in ring order (the parameters' software costs are
+            applied when simulated).
         op: nccl-tests' collective name ("all_reduce", "all_gather", "reduce_scatter").
         sizes, times: one per point.
         name: label for reports.
@@ -585,42 +523,30 @@ def network(params: Params, b: ExperimentBatch) -> kernels.Network:
     return kernels.Network(capacity, latency)
 
 
-def regime_weights(params: Params, step_bytes: Float[Array, " B"]) -> Float[Array, "P B"]:
-    """Weight of each regime at each bytes-per-step: logistic hand-overs in log(bytes), summing to 1."""
-    return topology_regime_weights(step_bytes, params.log_threshold, params.log_width, xp=jnp).T
-
-
 def simulate_experiments(params: Params, b: ExperimentBatch, *, loop: str = "lax") -> kernels.SimState:
     """The engine's final state for every point of `b` under `params` (traceable: the fit's loss).
 
-    Collective flows pay the regime-blended per-step overhead at their bytes and carry bytes /
-    efficiency (as `CollectiveCosts.apply`); copies pay the copy overhead (staged or direct) once, and
-    host-staged ones carry bytes / staged efficiency. The
-    launch cost is not in the state: see `times`.
+    Every flow pays the software costs of `CostModel.flow_costs`: a collective's flows the blended
+    per-step overhead at their bytes and bytes / efficiency, copies the copy overhead (staged or direct)
+    and, host-staged, bytes / staged efficiency. The launch cost is not in the state: see `times`.
     """
     net = network(params, b)
-    over, eff = regime_blend(
-        b.program.size,
-        params.log_overhead,
-        jnp.exp(params.log_inefficiency),
-        params.log_threshold,
-        params.log_width,
-        xp=jnp,
-    )  # B x N
-    copy = jnp.where(b.staged > 0, jnp.exp(params.log_staged_overhead), jnp.exp(params.log_copy_overhead))
-    coll = b.collective[:, None]
-    extra = jnp.where(b.flow, coll * over + (1.0 - coll) * copy[:, None], 0.0)
-    staged = jnp.exp(jnp.exp(params.log_staged_inefficiency))  # 1 / staged efficiency
-    copy_inflate = jnp.where(b.staged > 0, staged, 1.0)[:, None]
-    inflate = jnp.where(b.flow, coll / eff + (1.0 - coll) * copy_inflate, 1.0)
+    staged = (b.staged > 0)[:, None]
+    extra, inflate = params.costs.flow_costs(b.program.size, b.collective[:, None], staged)  # B x N
     p = b.program
-    prog = kernels.Program(p.route, p.size * inflate, p.release, p.overhead + extra, p.after)
+    prog = kernels.Program(
+        p.route,
+        p.size * jnp.where(b.flow, inflate, 1.0),
+        p.release,
+        p.overhead + jnp.where(b.flow, extra, 0.0),
+        p.after,
+    )
     return netsim.vmap_run(net, prog, max_events=b.max_events, loop=loop)
 
 
 def times(params: Params, b: ExperimentBatch, state: kernels.SimState) -> Float[Array, " B"]:
     """Simulated time (s) per point: the makespan, plus the launch cost for collectives."""
-    return jnp.max(state.finish, axis=1) + b.collective * jnp.exp(params.log_launch)
+    return jnp.max(state.finish, axis=1) + b.collective * jnp.exp(params.costs.log_launch)
 
 
 @eqx.filter_jit

@@ -1,9 +1,10 @@
 """Named, fitted parameter sets, each citing the traces it came from (files in netsim/data/traces/).
 
-The calibrated presets live with the topologies (`netsim.topology.CALIBRATED`), so that
-`netsim.topology.load(name)` gives the calibrated machine; a calibration file written by
-`netsim calibrate --out` loads the same way. `load(name)` here returns the topology with the spec and
-`Params` it carries, ready for `predict`, `report` or a further fit.
+The calibrated presets are calibration files shipped as data (netsim/data/calibrations/NAME.json,
+`netsim.topology.CALIBRATED`), so that `netsim.topology.load(name)` gives the calibrated machine and
+`netsim.topology.load_costs(name)` its software costs; a calibration file written by `netsim calibrate
+--out` loads the same way. `load(name)` here returns the topology with the spec and `Params` of the
+calibration, ready for `predict`, `report` or a further fit; `save` writes a calibration file.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 
 from netsim.checks import to_json, write_atomic
-from netsim.topology import CALIBRATED, Topology
+from netsim.topology import CALIBRATED, Topology, load_costs
 from netsim.topology import load as load_topology
 
 from ._model import Params, Spec
@@ -28,8 +29,9 @@ def load(name: str | os.PathLike, *, p2p: bool | None = None) -> tuple[Topology,
     p2p: build the topology with P2P on (direct copies) or off (host-staged copies).
     """
     topo = load_topology(name, p2p=p2p)
-    spec = Spec.for_topology(topo)
-    return topo, spec, Params.from_topology(spec, topo)
+    costs = load_costs(name)
+    spec = Spec.for_topology(topo, regimes=costs.regimes if costs else None)
+    return topo, spec, Params.load(spec, name, topo)
 
 
 def save(path: str | os.PathLike, values: dict) -> None:

@@ -15,7 +15,7 @@ Transports (see docs/heldout.md for the measurements behind each choice):
   reaches ~25 (NVIDIA/nvbandwidth issues 11, 15, 53).
 - cudaMemcpy with P2P off (`staged_scenario`): the driver bounces the copy through a pinned buffer in
   the source GPU's NUMA node (D2H, then H2D), chunk by chunk, waiting on each: one flow over the host
-  route that moves its bytes at the staging pipeline's efficiency (`CollectiveCosts.staged_efficiency`,
+  route that moves its bytes at the staging pipeline's efficiency (`staged_efficiency` of `netsim.CostModel`,
   here bytes / efficiency), through both GPUs' host budgets. Measured on m01 (p2pBandwidthLatencyTest,
   P2P=Disabled): one copy 19.5 GB/s (efficiency x the 25.8 GB/s PCIe path), a copy each way at once
   ~10.5 GB/s each (efficiency x half the host budget): efficiency 0.77, budget 27.2 GB/s

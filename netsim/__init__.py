@@ -46,6 +46,7 @@ _NAMES = {
     "._runner": ("BatchRun", "batch_axes", "jvp_columns", "run_batch", "vmap_run"),
     "._cache": ("enable_compilation_cache",),
     "._compile": ("Compiled", "Shape", "compile_scenario"),
+    "._costs": ("CostModel",),
     "._errors": ("NetsimError", "ScenarioError", "SimulationError", "check_status"),
     "._result": ("Result", "Timing"),
     "._scenario": ("Flow", "Link", "Scenario", "SharedResource", "Task"),

@@ -12,7 +12,7 @@ import pytest
 import netsim
 from netsim import cli, studies, workloads
 from netsim.cli.collective import parse_op, parse_size, rows_for, scale_links, size_list
-from netsim.topology import CALIBRATED, PRESETS, load
+from netsim.topology import CALIBRATED, PRESETS, load, load_costs
 from netsim.traces import read_trace
 
 SERVER = "rtx4090-8x-epyc7542"  # calibrated: GPUs 0-3 on socket 0, 4-7 on socket 1 (NPS4)
@@ -82,7 +82,8 @@ def test_collective_table_is_collective_sweep_in_nccl_tests_layout(capsys, monke
     assert "simulating all_reduce" in err and "#" not in err  # progress on stderr, the table on stdout
     topo = load(SERVER)
     sizes = [2**20, 2**22, 2**24, 2**26]
-    ref = studies.collective_sweep(workloads.allreduce(topo.gpus()[:4], "1 MiB"), topo, sizes)
+    costs = load_costs(SERVER)  # the table pays the calibration's software costs
+    ref = studies.collective_sweep(workloads.allreduce(topo.gpus()[:4], "1 MiB"), topo, sizes, costs)
     record = json.loads(out.read_text())
     assert [r["size"] for r in record["rows"]] == sizes and record["ranks"] == list(topo.gpus()[:4])
     for key in ("time", "algbw", "busbw"):

@@ -53,6 +53,7 @@ def test_top_level_names():
         "ScenarioError",
         "SimulationError",
         "check_status",  # one status, one error base
+        "CostModel",  # a calibrated machine's software costs
     }
     assert {"jobs", "kernels", "studies", "topology", "traces", "workloads"} <= set(dir(netsim))
 
@@ -236,12 +237,10 @@ def test_topology_names():
         "CALIBRATED",
         "load",
         "base_topology",
-        "from_calibration",  # presets, calibrated files
-        "CollectiveCosts",
-        "Regime",
-        "regime_blend",
-        "regime_weights",
-        "link_class",  # the fitted software model
+        "from_calibration",
+        "read_calibration",
+        "load_costs",  # presets, calibrated files
+        "link_class",  # the link classes a calibration fits
         "pcie_shared",
         "socket_duplex",
         "staging_engines",  # shared resources of PCIe servers
@@ -263,7 +262,6 @@ def test_calibrate_names():
         "lay_out",
         "simulate_experiments",
         "predict",
-        "software",
         "refusal",  # the model
         "fit",
         "free_indices",

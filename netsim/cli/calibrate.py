@@ -44,7 +44,7 @@ def read_traces(paths):
 def _calibrate(args: argparse.Namespace) -> int:
     from netsim.calibrate import calibrate, plot_fit
     from netsim.calibrate.presets import save
-    from netsim.topology import PRESETS, load, topology_entry
+    from netsim.topology import PRESETS, load, load_costs, topology_entry
 
     from .._checks import count, number
     from .._errors import ScenarioError, SimulationError
@@ -69,7 +69,15 @@ def _calibrate(args: argparse.Namespace) -> int:
     say = lambda line: print(line, file=sys.stderr)
     progress = (lambda line: line.startswith(about_data) and say(line)) if args.quiet else say
     try:
-        cal = calibrate(traces, topo, staged=staged, steps=steps, learning_rate=lr, progress=progress)
+        cal = calibrate(
+            traces,
+            topo,
+            staged=staged,
+            costs=load_costs(args.topology),
+            steps=steps,
+            learning_rate=lr,
+            progress=progress,
+        )
     except FloatingPointError as e:  # the loss overflowed: the step was too large for these tables
         raise SimulationError(f"{e} (--lr {lr:g})") from None
     print(cal.report.summary(points=args.points))

@@ -240,8 +240,9 @@ def _collective(args: argparse.Namespace) -> int:
         raise ScenarioError(str(e)) from None
 
     from .. import studies, workloads
-    from ..topology import load
+    from ..topology import load, load_costs
 
+    costs = load_costs(args.topology)  # the fitted software costs of a calibration, else None
     topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on")
     topo, notes = scale_links(topo, args.scale)
     gpus = topo.gpus()
@@ -271,7 +272,7 @@ def _collective(args: argparse.Namespace) -> int:
         "run of a shape compiles for a few seconds)",
         file=sys.stderr,
     )
-    table = studies.collective_sweep(collective, topo, [s for s, _ in rows])
+    table = studies.collective_sweep(collective, topo, [s for s, _ in rows], costs)
     print(
         format_table(
             args, topo, ranks, algo, table, [c for _, c in rows], root=args.root if extra else -1, notes=notes
@@ -285,16 +286,17 @@ def _collective(args: argparse.Namespace) -> int:
             ranks,
             size=rows[-1][0],
             chunks=args.chunks,
+            costs=costs,
             slots=extra.get("slots", workloads.collectives.SLOTS),
         )
-        print(format_rings(search, fitted_costs=topo.software is not None))
+        print(format_rings(search, fitted_costs=costs is not None))
     if args.json:
         from .._checks import to_json, write_atomic
 
         write_atomic(args.json, to_json(to_record(args, topo, ranks, algo, table, rows, search), indent=1))
         print(f"# wrote {args.json}")
     if args.scenario:
-        scenario = collective.scenario(topo)  # at the largest size, as the table's last row
+        scenario = collective.scenario(topo, costs)  # at the largest size, as the table's last row
         scenario = dataclasses.replace(
             scenario,
             name=f"{args.op} {rows[-1][0]} B on {topo.name}",

@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 def _predict(args: argparse.Namespace) -> int:
     from netsim.calibrate import Params, Spec, compare, experiments_from_trace, predict
     from netsim.calibrate.presets import save
-    from netsim.topology import load
+    from netsim.topology import load, load_costs
 
     from .._errors import ScenarioError
     from ._common import check_outputs
@@ -50,15 +50,16 @@ def _predict(args: argparse.Namespace) -> int:
         {"--json": (args.json, (".json",))},
     )
     topo, staged = load(args.params, p2p=True), load(args.params, p2p=False)
-    if topo.software is None:
+    costs = load_costs(args.params)
+    if costs is None:
         print(
             f"netsim: warning: {args.params} carries no fitted software costs: collectives cost only their "
             "bytes and latencies",
             file=sys.stderr,
         )
     traces = read_traces(args.traces)
-    spec = Spec.for_topology(topo, staged=staged)
-    params = Params.from_topology(spec, topo, staged)
+    spec = Spec.for_topology(topo, staged=staged, regimes=costs.regimes if costs else None)
+    params = Params.load(spec, args.params, topo, staged)
     experiments, notes = [], []
     for trace in traces:
         experiments += experiments_from_trace(trace, spec, topo, staged=staged, routes=args.p2p, notes=notes)

@@ -40,14 +40,14 @@ def _workload(args: argparse.Namespace) -> int:
     check_outputs(inputs, {"--trace": (args.trace, (".json",)), "--json": (args.json, (".json",))})
 
     from .._errors import check_tolerance
-    from ..topology import load
+    from ..topology import load, load_costs
     from ..workloads import simulate_workload
 
     tolerance = check_tolerance(args.tolerance)
     topo = load(args.topology)
     source = args.files[0] if len(args.files) == 1 else args.files
     print(f"netsim: simulating {' '.join(args.files)} on {topo.name}", file=sys.stderr)
-    run = simulate_workload(source, topo, tolerance=tolerance, progress=True)
+    run = simulate_workload(source, topo, costs=load_costs(args.topology), tolerance=tolerance, progress=True)
     print(run.summary(top=args.top))
     if args.json:
         from .._checks import to_json, write_atomic

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._batch import compile_batch
 from .._compile import compile_scenario
+from .._costs import CostModel
 from .._runner import run_batch
 from .._scenario import Scenario, ScenarioError
 from ..kernels import Program
@@ -53,7 +54,9 @@ class SweepTable:
         return "\n".join(lines)
 
 
-def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[float | str]) -> SweepTable:
+def collective_sweep(
+    collective: Collective, fabric: Fabric, sizes: Sequence[float | str], costs: CostModel | None = None
+) -> SweepTable:
     """Simulates `collective` on `fabric` at each size S, like one run of nccl-tests' `*_perf -b -e`.
 
     Every flow's bytes and every reduction task's duration are linear in S, so the collective is
@@ -63,6 +66,8 @@ def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[flo
         collective: built at any positive size (its flows set the shape; the sizes here set the bytes).
         fabric: provides links and routes.
         sizes: S values (bytes, or strings with units).
+        costs: a calibrated machine's software costs (`netsim.topology.load_costs`), paid as
+            `Collective.scenario` pays them.
 
     Raises:
         ScenarioError: a bad size, or a collective of size 0.
@@ -75,11 +80,10 @@ def collective_sweep(collective: Collective, fabric: Fabric, sizes: Sequence[flo
         raise ScenarioError(f"sizes: expected a non-empty list of sizes, got {sizes!r}")
     values = np.array([quantity(x, "bytes", f"sizes[{i}]", positive=True) for i, x in enumerate(sizes)])
     scales = values / collective.size
-    costs = getattr(fabric, "software", None)
     if costs is not None and collective.step_overhead is None:
         # fitted per-step costs depend on the bytes per step: each size is its own scenario (one batch)
         base = collective.workload.scenario(fabric)
-        times = compile_batch([costs.apply(_scaled(base, k)) for k in scales]).run(width=16)["makespan"]
+        times = compile_batch(costs.apply_each([_scaled(base, k) for k in scales])).run(width=16)["makespan"]
     else:
         compiled = compile_scenario(collective.scenario(fabric))
         p = compiled.program

@@ -27,6 +27,7 @@ import numpy as np
 
 from .._batch import compile_batch
 from .._compile import Shape
+from .._costs import CostModel
 from .._scenario import Flow, Scenario, ScenarioError
 from ..workloads import Collective, Fabric, allreduce, bus_factor
 from ..workloads.collectives import SLOTS, quantity
@@ -97,6 +98,7 @@ def search_rings(
     vias: Sequence[str] | None = None,
     chunks: int = 1,
     step_overhead: float | str | None = None,
+    costs: CostModel | None = None,
     slots: int | None = SLOTS,
     top: int = 3,
     samples: int = 256,
@@ -112,11 +114,11 @@ def search_rings(
             when the fabric has no `kind`); pass () for direct P2P only.
         chunks: chunks of the scoring AllReduce.
         step_overhead: fixed cost per flow (s, or "2 us") of the scoring AllReduce and of the probes, as
-            `allreduce(step_overhead=...)` takes it. None (the default): 0, or on a fabric with fitted
-            software costs (`Topology.software`) the calibrated model, as the collective builders apply
-            it (`CollectiveCosts.apply`, to the probes too). A plan's `time` and `busbw` are those
-            `netsim.simulate` gives `plan.allreduce(size, chunks=chunks, step_overhead=step_overhead,
-            slots=slots)` on `fabric`.
+            `allreduce(step_overhead=...)` takes it. None (the default): 0, or with `costs` the
+            calibrated model, as `Collective.scenario` applies it (`CostModel.apply`, to the probes
+            too). A plan's `time` and `busbw` are those `netsim.simulate` gives `plan.allreduce(size,
+            chunks=chunks, step_overhead=step_overhead, slots=slots).scenario(fabric, costs)`.
+        costs: the machine's fitted software costs (`netsim.topology.load_costs`), or None.
         slots: pieces in flight per connection of the scoring AllReduce (see `allreduce`).
         top: how many distinct rings to return (and to refine by local search).
         samples: most candidate orders probed in step 2 (all orders are probed when (n-1)! fits).
@@ -141,7 +143,7 @@ def search_rings(
     if unknown:
         raise ScenarioError(f"vias: {unknown[:3]} are not nodes of the fabric")
     size = quantity(size, "bytes", "size", positive=True)
-    costs = getattr(fabric, "software", None) if step_overhead is None else None
+    costs = costs if step_overhead is None else None
     overhead = 0.0 if step_overhead is None else quantity(step_overhead, "time", "step_overhead")
     for name, value in (("top", top), ("samples", samples), ("chunks", chunks)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -170,7 +172,7 @@ def search_rings(
         [
             r.allreduce(
                 size, chunks=chunks, step_overhead=step_overhead, slots=slots, name="search"
-            ).scenario(fabric)
+            ).scenario(fabric, costs)
             for r in rings
         ],
         shape=dataclasses.replace(search.shape, items=64),
@@ -216,10 +218,10 @@ class _Search:
         options: tuple[str | None, ...],
         part: float,
         overhead: float,
-        costs,
+        costs: CostModel | None,
     ):
         self.fabric, self.ranks, self.options, self.part = fabric, ranks, options, part
-        self.overhead, self.costs = overhead, costs  # costs: fitted CollectiveCosts or None
+        self.overhead, self.costs = overhead, costs  # costs: a fitted CostModel or None
         self.links = tuple(fabric.links)
         n = len(ranks)
         self.route: dict[tuple[int, int, int], tuple[str, ...]] = {}
@@ -341,7 +343,7 @@ class _Search:
             for hops in batches
         ]
         if self.costs is not None:
-            scenarios = [self.costs.apply(x) for x in scenarios]
+            scenarios = self.costs.apply_each(scenarios)
         if count:
             self.evaluated += len(scenarios)
         return _makespans(scenarios, shape=self.shape, width=self.WIDTH)

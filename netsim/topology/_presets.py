@@ -11,8 +11,9 @@ import copy
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+import pathlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._checks import quantity, read_text, show
 from .._scenario import ScenarioError
@@ -20,7 +21,10 @@ from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
 from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared
-from ._topology import CollectiveCosts, Topology, link_class
+from ._topology import Topology, link_class
+
+if TYPE_CHECKING:
+    from .._costs import CostModel
 
 GB = 1e9
 
@@ -160,68 +164,53 @@ def preset(name: str, **overrides) -> Topology:
 
 # --- calibrated presets and calibration files ---------------------------------------------------------
 
-#: fitted by `netsim calibrate m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt
-#: m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt
-#: --topology rtx4090-8x-epyc7542` (defaults: at most 400 steps per stage, lr 0.02): copies first (every
-#: p2p matrix of both runs, the stock driver's and the P2P driver's; the better of two starts, see
-#: `netsim.calibrate` STAGED_START), then the all_reduce on that fabric. "gpuN staging" is each GPU's
-#: host-memory budget (reads and writes together, any transport); staged_efficiency is cudaMemcpy's
-#: staging pipeline, applied to host-staged copies only; "socket-host" is the socket link in the
-#: P2P-off twin (`load(..., p2p=False)`), where only host-memory traffic crosses it.
-RTX4090_8X: dict[str, Any] = {
-    "topology": "rtx4090-8x-epyc7542",
-    "sources": [
-        "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt",
-        "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt",
-        "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt",
-    ],
-    "link_classes": {
-        "memory": {"bandwidth": 51.2e9, "latency": 1.2364e-07},  # not observed by these traces: builder value
-        "numa": {"bandwidth": 204.8e9, "latency": 8.5187e-08},  # not a bottleneck here: builder value
-        "socket": {"bandwidth": 21.964e9, "latency": 1.3785e-07},
-        # host traffic between sockets never reaches the fabric's figure here: builder value
-        "socket-host": {"bandwidth": 126e9, "latency": 3.0936e-07},
-        "pcie": {"bandwidth": 25.475e9, "latency": 8.5237e-08},
-    },
-    "shared": {
-        "socket0<->socket1": 41.135e9,
-        "gpu0 staging": 31.742e9,
-        "gpu1 staging": 27.887e9,
-        "gpu2 staging": 27.885e9,
-        "gpu3 staging": 27.983e9,
-        "gpu4 staging": 26.574e9,
-        "gpu5 staging": 27.203e9,
-        "gpu6 staging": 26.821e9,
-        "gpu7 staging": 27.443e9,
-    },
-    "regimes": {
-        "LL": {"overhead": 2.3158e-06, "efficiency": 0.5, "up_to": 25480.5},
-        "Simple": {"overhead": 1.0108e-05, "efficiency": 0.99512, "up_to": None},
-    },
-    "width": 0.37549,
-    "launch": 0.0,  # held: one rank count only, so the launch cost sits in the per-step overheads
-    "copy_overhead": 8.3112e-07,
-    "staged_overhead": 1.2366e-05,
-    "staged_efficiency": 0.77057,
-    "fit": {
-        "unidirectional P2P off": {"mean_error": 0.0331, "max_error": 0.0734},
-        "unidirectional P2P on": {"mean_error": 0.0179, "max_error": 0.0669},
-        "bidirectional P2P off": {"mean_error": 0.0129, "max_error": 0.0301},
-        "bidirectional P2P on": {"mean_error": 0.0153, "max_error": 0.0558},
-        "latency P2P off": {"mean_error": 0.1517, "max_error": 0.3496},
-        "latency P2P on": {"mean_error": 0.0926, "max_error": 0.1750},
-        "stock unidirectional P2P off": {"mean_error": 0.0276, "max_error": 0.0618},
-        "stock unidirectional P2P on": {"mean_error": 0.0271, "max_error": 0.0595},
-        "stock bidirectional P2P off": {"mean_error": 0.0113, "max_error": 0.0304},
-        "stock bidirectional P2P on": {"mean_error": 0.0112, "max_error": 0.0289},
-        "stock latency P2P off": {"mean_error": 0.1214, "max_error": 0.3525},
-        "stock latency P2P on": {"mean_error": 0.1264, "max_error": 0.3613},
-        "all_reduce x8 busbw": {"mean_error": 0.0337, "max_error": 0.0804},
-    },
+#: calibration files shipped with netsim (netsim/data/calibrations/NAME.json, written by `netsim calibrate
+#: --out`; their README says how each was fitted), by name: `load(name)` gives the calibrated topology and
+#: `load_costs(name)` its fitted software costs
+CALIBRATIONS_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "calibrations"
+CALIBRATED: dict[str, dict[str, Any]] = {
+    p.stem: json.loads(p.read_text()) for p in sorted(CALIBRATIONS_DIR.glob("*.json"))
 }
 
-#: calibration files shipped with netsim, by name: `load(name)` gives the calibrated topology
-CALIBRATED: dict[str, dict[str, Any]] = {"rtx4090-8x-epyc7542": RTX4090_8X}
+
+def read_calibration(source: str | os.PathLike) -> dict[str, Any] | None:
+    """The values of a calibrated preset (a name in CALIBRATED) or a calibration JSON file: netsim's one
+    reader of them. None for any other source (a preset, a cluster shape, an `nvidia-smi topo -m` file).
+
+    Raises:
+        ScenarioError: naming the file when it starts like JSON but does not parse.
+    """
+    name = os.fspath(source)
+    if not os.path.exists(name):
+        return copy.deepcopy(CALIBRATED[name]) if name in CALIBRATED else None
+    if not os.path.isfile(name):
+        return None
+    text = read_text(name)
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"{name}: not valid JSON: {e}") from None
+    if not isinstance(values, Mapping):
+        raise ScenarioError(f"{name}: expected a JSON object of calibration values")
+    return values
+
+
+def load_costs(source: str | os.PathLike, regimes: Sequence[str] | None = None) -> CostModel | None:
+    """The fitted software costs (`netsim.CostModel`) of a calibrated preset or calibration file; None
+    for a source without them (a plain preset, an `nvidia-smi topo -m` file, a file with no "regimes").
+
+    Pass them to what builds collectives on the calibrated topology (`Collective.scenario(topo, costs)`,
+    `collective_sweep`, `search_rings`) to pay the machine's per-step overheads and launch cost.
+    regimes: which regimes, in order (default: the file's).
+    """
+    from .._costs import CostModel  # jax: only once costs are asked for
+
+    values = read_calibration(source)
+    if values is None or "regimes" not in values:
+        return None
+    return CostModel.from_values(values, regimes, where=os.fspath(source))
 
 
 def load(
@@ -238,8 +227,8 @@ def load(
         transport: the P2P-off route builder of PCIe servers (default: host-staged, `HostStaged`).
 
     PCIe servers come with their shared resources (`pcie_shared`); a calibration sets every link of a
-    class to the class's fitted bandwidth and latency, every shared resource to its fitted capacity,
-    and `Topology.software` to the fitted collective costs.
+    class to the class's fitted bandwidth and latency and every shared resource to its fitted capacity
+    (its software costs: `load_costs`).
 
     Raises:
         ScenarioError: naming the source when it is none of these, or a calibration file is malformed.
@@ -248,19 +237,14 @@ def load(
     cluster = None if os.path.exists(name) else _cluster(name)
     if cluster is not None:
         return cluster
-    if name in CALIBRATED:
-        return from_calibration(copy.deepcopy(CALIBRATED[name]), p2p=p2p, transport=transport, where=name)
+    values = read_calibration(name)
+    if values is not None:
+        return from_calibration(values, p2p=p2p, transport=transport, where=name)
     if name in _BUILDERS:
         return base_topology(name, p2p=p2p, transport=transport)
     if not os.path.isfile(name):
         raise ScenarioError(f"topology: {name!r} is neither a preset ({', '.join(_BUILDERS)}) nor a file")
     text = read_text(name)
-    if text.lstrip().startswith("{"):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScenarioError(f"{name}: not valid JSON: {e}") from None
-        return from_calibration(values, p2p=p2p, transport=transport, where=name)
     entry = {"nvidia_smi_topo": text, "name": os.path.splitext(os.path.basename(name))[0]}
     try:
         return base_topology(entry, p2p=p2p, transport=transport)
@@ -279,8 +263,7 @@ def topology_entry(source: str | os.PathLike) -> str | dict | None:
         return name
     if not os.path.isfile(name):
         return None
-    with open(name) as f:
-        text = f.read()
+    text = read_text(name)
     if text.lstrip().startswith("{"):
         try:
             return json.loads(text).get("topology")
@@ -336,7 +319,7 @@ def from_calibration(
     base: Topology | None = None,
 ) -> Topology:
     """The topology of calibration values (see `load`): `base`, else the one their "topology" entry names,
-    with the fitted figures (links by `link_class`, shared resources by id, software costs)."""
+    with the fitted figures (links by `link_class`, shared resources by id)."""
     if not isinstance(values, Mapping) or (base is None and "topology" not in values):
         raise ScenarioError(f"{where}: no 'topology' entry (a preset name or {{'nvidia_smi_topo': text}})")
     topo = (
@@ -374,11 +357,6 @@ def from_calibration(
         )
         for r in topo.shared
     )
-    software = CollectiveCosts.from_dict(values, where=where) if "regimes" in values else None
     return dataclasses.replace(
-        topo,
-        links=tuple(links),
-        shared=shared,
-        software=software,
-        device=str(values.get("device") or topo.device),
+        topo, links=tuple(links), shared=shared, device=str(values.get("device") or topo.device)
     )

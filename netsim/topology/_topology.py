@@ -9,29 +9,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
-from .._checks import fraction
 from .._checks import number as check_number
 from .._routing import LinkGraph
 from .._scenario import Flow, Link, Scenario, ScenarioError, SharedResource, Task, bandwidth_targets
 
 __all__ = [
-    "CollectiveCosts",
     "Path",
-    "Regime",
     "Router",
     "ShortestPath",
     "Topology",
     "link_class",
     "natural_key",
-    "regime_blend",
-    "regime_weights",
 ]
 
 Path = tuple[str, ...]  # link ids from src to dst
@@ -75,167 +67,6 @@ class ShortestPath:
         return self
 
 
-def regime_weights(step_bytes, log_threshold, log_width, xp=np):
-    """Weight of each protocol regime at each bytes-per-step, shape S x P, summing to 1 over P.
-
-    Regime p holds past hand-overs < p and before hand-over p; each hand-over is a logistic step in
-    log(bytes per step) at log_threshold[k], of width exp(log_width). Written once for NumPy (`xp=np`)
-    and jax.numpy (`xp=jnp`).
-    """
-    x = xp.log(xp.maximum(xp.asarray(step_bytes, dtype=np.float64), 1.0))[..., None]  # S x 1
-    threshold = xp.reshape(log_threshold, (1,) * (x.ndim - 1) + (-1,))  # 1 x (P-1): ranks match, no promotion
-    z = (x - threshold) / xp.exp(log_width)
-    above = 0.5 * (1.0 + xp.tanh(0.5 * z))  # S x (P-1): the logistic, with finite gradients at any z
-    ones = xp.ones_like(x)
-    past = xp.concatenate([ones, xp.cumprod(above, axis=-1)], axis=-1)
-    return past * xp.concatenate([1.0 - above, ones], axis=-1)
-
-
-def regime_blend(step_bytes, log_overhead, inefficiency, log_threshold, log_width, xp=np):
-    """Per-step software overhead (s) and payload efficiency at each bytes-per-step, blended over regimes.
-
-    NCCL switches protocol with message size (LL for small messages: half of every 8-byte store is a
-    flag, 50 % payload efficiency, a short per-step latency; Simple for large ones: full bandwidth, a
-    longer handshake). The logs of the regimes' overheads and their inefficiencies (-log efficiency)
-    are blended with `regime_weights`. Calibration's loss (`xp=jnp`) and calibrated scenarios
-    (`CollectiveCosts.apply`, `xp=np`) share this one formula.
-
-    Args:
-        step_bytes: bytes per step, any shape S.
-        log_overhead: P, log s per regime, smallest messages first.
-        inefficiency: P, -log(efficiency) per regime.
-        log_threshold: P - 1, log bytes per step of each hand-over.
-        log_width: log of each hand-over's width in log(bytes).
-
-    Returns:
-        (overhead, efficiency), each of shape S.
-    """
-    w = regime_weights(step_bytes, log_threshold, log_width, xp)
-    return xp.exp(w @ log_overhead), xp.exp(-(w @ inefficiency))
-
-
-@dataclasses.dataclass(frozen=True)
-class Regime:
-    """One protocol regime: `overhead` s per collective step (per flow), `efficiency` payload bytes per
-    wire byte in (0, 1], in use up to `up_to` bytes per step (None for the last regime)."""
-
-    name: str
-    overhead: float
-    efficiency: float
-    up_to: float | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class CollectiveCosts:
-    """A machine's collective software model (fitted by `netsim calibrate`), carried by its Topology.
-
-    A collective built by netsim.workloads without an explicit `step_overhead` and turned into a scenario
-    on a topology with costs gets, per flow, the regime-blended per-step overhead at its bytes and its
-    bytes inflated by 1 / efficiency (see `regime_blend`), and the launch cost once (every flow starts
-    `launch` s later). Copies (p2pBandwidthLatencyTest) pay `copy_overhead` once, host-staged ones
-    `staged_overhead`, and host-staged copies move their bytes at `staged_efficiency` of the rate their
-    path allows: cudaMemcpy without P2P bounces each chunk through a pinned buffer and waits for it, which
-    NCCL's SHM transport (pipelined by the GPU kernels themselves) does not.
-
-    Attributes:
-        regimes: smallest messages first; every one but the last has `up_to`.
-        width: width of each hand-over in log(bytes).
-        launch: s once per collective.
-        copy_overhead, staged_overhead: s once per direct / host-staged copy.
-        staged_efficiency: in (0, 1]; a host-staged copy carries bytes / staged_efficiency.
-    """
-
-    regimes: tuple[Regime, ...]
-    width: float = 0.5
-    launch: float = 0.0
-    copy_overhead: float = 0.0
-    staged_overhead: float = 0.0
-    staged_efficiency: float = 1.0
-
-    def __post_init__(self):
-        regimes = tuple(self.regimes)
-        object.__setattr__(self, "regimes", regimes)
-        if not regimes:
-            raise ScenarioError("software.regimes: at least one regime")
-        for i, r in enumerate(regimes):
-            where = f"software.regimes[{i}] ({r.name!r})"
-            check_number(r.overhead, f"{where}.overhead", positive=True)
-            fraction(r.efficiency, f"{where}.efficiency")
-            last = i == len(regimes) - 1
-            if not last:
-                check_number(r.up_to, f"{where}.up_to", positive=True)
-            elif r.up_to is not None:
-                raise ScenarioError(f"{where}.up_to: the last regime has no upper size, got {r.up_to!r}")
-        check_number(self.width, "software.width", positive=True)
-        for name in ("launch", "copy_overhead", "staged_overhead"):
-            check_number(getattr(self, name), f"software.{name}")
-        fraction(self.staged_efficiency, "software.staged_efficiency")
-
-    def blend(self, step_bytes) -> tuple[np.ndarray, np.ndarray]:
-        """(overhead s, efficiency) at each bytes-per-step (NumPy; see `regime_blend`)."""
-        r = self.regimes
-        return regime_blend(
-            step_bytes,
-            np.log([x.overhead for x in r]),
-            -np.log([x.efficiency for x in r]),
-            np.log([x.up_to for x in r[:-1]]).reshape(len(r) - 1),
-            math.log(self.width),
-        )
-
-    def apply(self, scenario: Scenario) -> Scenario:
-        """The scenario of one collective with these costs: every flow's overhead plus the blended
-        per-step overhead at its bytes, its bytes / efficiency, its start + launch."""
-        over, eff = self.blend([f.bytes for f in scenario.flows])
-        flows = [
-            dataclasses.replace(
-                f, bytes=f.bytes / float(e), overhead=f.overhead + float(o), start=f.start + self.launch
-            )
-            for f, o, e in zip(scenario.flows, over, eff, strict=True)
-        ]
-        return dataclasses.replace(scenario, flows=tuple(flows))
-
-    def to_dict(self) -> dict:
-        """JSON-able, as in a calibration file ("regimes", "width", "launch", ...)."""
-        return {
-            "regimes": {
-                r.name: {"overhead": r.overhead, "efficiency": r.efficiency, "up_to": r.up_to}
-                for r in self.regimes
-            },
-            "width": self.width,
-            "launch": self.launch,
-            "copy_overhead": self.copy_overhead,
-            "staged_overhead": self.staged_overhead,
-            "staged_efficiency": self.staged_efficiency,
-        }
-
-    @classmethod
-    def from_dict(cls, values: Mapping[str, Any], where: str = "software") -> CollectiveCosts:
-        """Reads `to_dict`'s structure (extra keys, such as a calibration file's link classes, are ignored)."""
-        regimes = values.get("regimes")
-        if not isinstance(regimes, Mapping) or not regimes:
-            raise ScenarioError(f"{where}.regimes: expected an object of regimes, got {regimes!r}")
-        try:
-            rs = tuple(
-                Regime(
-                    name,
-                    float(r["overhead"]),
-                    float(r["efficiency"]),
-                    None if r.get("up_to") is None else float(r["up_to"]),
-                )
-                for name, r in regimes.items()
-            )
-            return cls(
-                rs,
-                float(values.get("width", 0.5)),
-                float(values.get("launch", 0.0)),
-                float(values.get("copy_overhead", 0.0)),
-                float(values.get("staged_overhead", 0.0)),
-                float(values.get("staged_efficiency", 1.0)),
-            )
-        except (KeyError, TypeError, ValueError) as e:
-            raise ScenarioError(f"{where}: {e}") from None
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class Topology:
     """Directed links, node roles and a routing rule; immutable.
@@ -249,7 +80,6 @@ class Topology:
             in natural order.
         shared: capacities no single link has (a cable's two-way budget, a host staging engine), put
             into every scenario built on this topology (see netsim.SharedResource).
-        software: the collective software model (None: collectives cost only their bytes and latencies).
         device: the workers' model ("RTX 4090", "A40"), "" if unknown; traces of another model are refused.
     """
 
@@ -259,7 +89,6 @@ class Topology:
     router: Router = dataclasses.field(default_factory=ShortestPath)
     workers: tuple[str, ...] | None = None
     shared: tuple[SharedResource, ...] = ()
-    software: CollectiveCosts | None = None
     device: str = ""
 
     def __post_init__(self):
@@ -299,10 +128,6 @@ class Topology:
                     if unknown
                     else f"{where} ({r.id!r}).links: must name at least one link"
                 )
-        if self.software is not None and not isinstance(self.software, CollectiveCosts):
-            raise ScenarioError(
-                f"topology {self.name!r}: software is {self.software!r}, not a CollectiveCosts"
-            )
         object.__setattr__(self, "links", links)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "workers", workers)

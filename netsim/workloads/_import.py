@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from .._scenario import Flow, Scenario, ScenarioError, Task
 from .._units import format_quantity
 from . import collectives
 from ._base import Fabric, Workload
+
+if TYPE_CHECKING:
+    from .._costs import CostModel
 
 __all__ = ["ImportedRun", "RankProgram", "simulate_workload"]
 
@@ -32,15 +36,15 @@ class RankProgram:
     """Accumulates the flows and tasks of an SPMD program over `ranks` (node names; rank i is ranks[i]).
 
     Ids are the caller's; every method returns, per rank, the ids the rank's next operation must wait on.
-    `fabric` is used only for its fitted software costs (`Topology.software`), which collectives pay as
-    `Collective.scenario` does (the launch cost goes into the first flows' overhead).
+    `costs`: a calibrated machine's software costs, which collectives pay as `Collective.scenario` does
+    (the launch cost goes into the first flows' overhead).
     """
 
-    def __init__(self, ranks: Sequence[str], fabric: Fabric | None = None):
+    def __init__(self, ranks: Sequence[str], costs: CostModel | None = None):
         self.ranks = tuple(ranks)
         self.flows: list[Flow] = []
         self.tasks: list[Task] = []
-        self.costs = getattr(fabric, "software", None)
+        self.costs = costs
 
     def compute(self, rank: int, id: str, duration: float, after: Iterable[str]) -> tuple[str, ...]:
         """A task of `duration` s on rank's GPU; returns its id (or `after` unchanged for duration 0)."""
@@ -194,6 +198,7 @@ def simulate_workload(
     source,
     fabric: Fabric,
     *,
+    costs: CostModel | None = None,
     ranks: Sequence[str] | None = None,
     tolerance: float = 0.0,
     max_events: int | None = None,
@@ -206,6 +211,7 @@ def simulate_workload(
             text file, a Chakra .et file, a list of .et files (rank i is the i-th), or an ASTRA-sim
             prefix whose files are PREFIX.0.et, PREFIX.1.et, ...
         fabric: a netsim.topology.Topology (or any Fabric).
+        costs: the machine's fitted software costs (`netsim.topology.load_costs`), paid by collectives.
         ranks: the node of each rank; default the first N GPUs of the topology (`Topology.gpus()`).
         tolerance, max_events, progress: as for netsim.simulate.
 
@@ -236,7 +242,7 @@ def simulate_workload(
     ranks = tuple(ranks)
     if len(ranks) != n or len(set(ranks)) != n:
         raise ScenarioError(f"ranks: need {n} distinct nodes, one per rank, got {list(ranks)}")
-    workload = source.workload(ranks, fabric)
+    workload = source.workload(ranks, costs)
     if not workload.flows and not workload.tasks:
         raise ScenarioError(f"{source.name}: nothing to simulate (no compute time and no bytes moved)")
     scenario = workload.scenario(fabric, name=source.name)

@@ -29,11 +29,14 @@ import os
 import re
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._scenario import ScenarioError
-from ._base import Fabric, Workload
+from ._base import Workload
 from ._import import RankProgram
+
+if TYPE_CHECKING:
+    from .._costs import CostModel
 
 __all__ = ["ChakraNode", "ChakraTrace", "read_chakra"]
 
@@ -107,11 +110,11 @@ class ChakraTrace:
     def n_ranks(self) -> int:
         return len(self.nodes)
 
-    def workload(self, ranks: Sequence[str], fabric: Fabric | None = None) -> Workload:
+    def workload(self, ranks: Sequence[str], costs: CostModel | None = None) -> Workload:
         """The flows and tasks of the traces on nodes `ranks` (rank i on ranks[i]); see the module docstring."""
         if len(ranks) != self.n_ranks:
             raise ScenarioError(f"ranks: {self.name} has {self.n_ranks} ranks, got {len(ranks)} nodes")
-        return _Replay(self, RankProgram(ranks, fabric)).run()
+        return _Replay(self, RankProgram(ranks, costs)).run()
 
 
 def read_chakra(source: str | os.PathLike | Sequence[str | os.PathLike]) -> ChakraTrace:

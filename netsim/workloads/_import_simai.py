@@ -31,10 +31,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import TYPE_CHECKING
 
 from .._scenario import ScenarioError
-from ._base import Fabric, Workload
+from ._base import Workload
 from ._import import RankProgram
+
+if TYPE_CHECKING:
+    from .._costs import CostModel
 
 __all__ = ["SimAILayer", "SimAIWorkload", "read_simai"]
 
@@ -109,11 +113,11 @@ class SimAIWorkload:
             return [[(i + m * ep) * tp + k for m in range(dp_ep)] for i in range(ep) for k in range(tp)]
         raise ScenarioError(f"group: unknown {kind!r}; known: {list(GROUPS)}")
 
-    def workload(self, ranks, fabric: Fabric | None = None) -> Workload:
+    def workload(self, ranks, costs: CostModel | None = None) -> Workload:
         """The flows and tasks of one pass on nodes `ranks` (rank i on ranks[i]); see the module docstring."""
         if len(ranks) != self.n_ranks:
             raise ScenarioError(f"ranks: {self.name} has {self.n_ranks} ranks, got {len(ranks)} nodes")
-        p = RankProgram(ranks, fabric)
+        p = RankProgram(ranks, costs)
         groups = {g: self.groups(g) for g in GROUPS}
         ready = {r: () for r in range(self.n_ranks)}  # what each rank's next operation waits on
         wg_stream = {r: () for r in range(self.n_ranks)}  # the last weight-gradient collective, per rank

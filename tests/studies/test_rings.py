@@ -16,7 +16,7 @@ import pytest
 import netsim
 from netsim._routing import LinkGraph
 from netsim.studies import crossings, search_rings
-from netsim.topology import ServerPlan, Topology, build_server, cable, load, preset
+from netsim.topology import ServerPlan, Topology, build_server, cable, load, load_costs, preset
 from netsim.workloads import allreduce
 
 GB = 1e9
@@ -147,18 +147,17 @@ def test_step_overhead_scores_rings_as_simulate_does(alternating):
 
 
 def test_calibrated_topology_scores_rings_with_its_fitted_costs():
-    # On a calibrated machine the search applies the fitted software costs (Topology.software) as the
-    # collective builders do, so a plan's busbw is what simulating its AllReduce on the machine gives.
-    topo = load("rtx4090-8x-epyc7542")
-    assert topo.software is not None
+    # Given a calibrated machine's fitted software costs, the search applies them as the collective
+    # builders do, so a plan's busbw is what simulating its AllReduce on the machine gives.
+    topo, costs = load("rtx4090-8x-epyc7542"), load_costs("rtx4090-8x-epyc7542")
     ranks = ["gpu0", "gpu1", "gpu4", "gpu5"]  # two per socket: the ring order decides the crossings
-    found = search_rings(topo, ranks, size="16 MiB")
+    found = search_rings(topo, ranks, size="16 MiB", costs=costs)
     for plan in (found.best[0], found.default):
         c = plan.allreduce("16 MiB", ranks=ranks)
-        t = netsim.simulate(c.scenario(topo)).makespan
+        t = netsim.simulate(c.scenario(topo, costs)).makespan
         assert plan.time == pytest.approx(t, rel=1e-12)
         assert plan.busbw == pytest.approx(c.busbw(t), rel=1e-12)
-    bare = search_rings(topo, ranks, size="16 MiB", step_overhead=0.0)  # link figures only
+    bare = search_rings(topo, ranks, size="16 MiB", costs=costs, step_overhead=0.0)  # link figures only
     assert bare.best[0].time < found.best[0].time
 
 

@@ -1,26 +1,27 @@
-"""Topologies that carry shared resources and a collective software model, and `netsim.topology.load`
-of presets, `nvidia-smi topo -m` files and calibration files."""
+"""Topologies that carry shared resources, the software costs collectives pay on a calibrated machine
+(`netsim.CostModel`), and `netsim.topology.load` / `load_costs` of presets, `nvidia-smi topo -m` files and
+calibration files."""
 
 import dataclasses
 import json
 import math
 
+import jax
 import numpy as np
 import pytest
 
 import netsim
-from netsim import ScenarioError, SharedResource
+from netsim import CostModel, ScenarioError, SharedResource
 from netsim.data import trace_path
 from netsim.topology import (
     CALIBRATED,
-    CollectiveCosts,
-    Regime,
     Topology,
     base_topology,
     build_server,
     cable,
     link_class,
     load,
+    load_costs,
     pcie_server,
     pcie_shared,
     preset,
@@ -29,6 +30,7 @@ from netsim.topology import (
 )
 from netsim.traces import parse_nvidia_smi_topo as parse
 from netsim.workloads import Workload, allreduce
+from netsim.workloads._import import RankProgram
 
 GB = 1e9
 
@@ -72,46 +74,69 @@ def test_pcie_shared_resources_from_the_builder():
     assert pcie_server(4, sockets=1).shared == ()  # opt-in: plain builders keep their figures
 
 
-def test_costs_blend_closed_form_and_apply():
-    costs = CollectiveCosts(
-        (Regime("LL", 2e-6, 0.5, 1e4), Regime("Simple", 8e-6, 0.9)), width=0.5, launch=3e-6
-    )
+def costs(regimes, **values) -> CostModel:
+    return CostModel.from_values({"regimes": regimes, **values})
+
+
+LL_SIMPLE = {
+    "LL": {"overhead": 2e-6, "efficiency": 0.5, "up_to": 1e4},
+    "Simple": {"overhead": 8e-6, "efficiency": 0.9, "up_to": None},
+}
+
+
+def test_cost_model_closed_form_and_apply():
+    model = costs(LL_SIMPLE, width=0.5, launch=3e-6, copy_overhead=1e-6, staged_overhead=9e-6)
     b = np.array([10.0, 1e4, 1e8])
     w = 1 / (1 + np.exp(-(np.log(b) - np.log(1e4)) / 0.5))  # weight of Simple
-    over, eff = costs.blend(b)
+    over, eff = map(np.asarray, model.step_costs(b))
     np.testing.assert_allclose(over, np.exp((1 - w) * np.log(2e-6) + w * np.log(8e-6)), rtol=1e-12)
     np.testing.assert_allclose(eff, np.exp((1 - w) * np.log(0.5) + w * np.log(0.9)), rtol=1e-12)
-    assert over[1] == pytest.approx(4e-6) and eff[1] == pytest.approx(
-        math.sqrt(0.45)
-    )  # geometric mean at hand-over
+    assert over[1] == pytest.approx(4e-6, rel=1e-12)  # geometric means at the hand-over
+    assert eff[1] == pytest.approx(math.sqrt(0.45), rel=1e-12)
     scenario = two_switches().scenario([netsim.Flow("a", "g0", "g1", 1e8, overhead=1e-6)])
-    (f,) = costs.apply(scenario).flows
-    assert f.bytes == pytest.approx(1e8 / eff[2]) and f.overhead == pytest.approx(1e-6 + over[2])
-    assert f.start == 3e-6
-    assert CollectiveCosts.from_dict(json.loads(json.dumps(costs.to_dict()))) == costs
-    with pytest.raises(ScenarioError, match=r"regimes\[1\] \('Simple'\).efficiency: must be in \(0, 1\]"):
-        CollectiveCosts((Regime("LL", 2e-6, 0.5, 1e4), Regime("Simple", 8e-6, 1.5)))
-    with pytest.raises(ScenarioError, match=r"regimes\[0\] \('LL'\).up_to"):
-        CollectiveCosts((Regime("LL", 2e-6, 0.5), Regime("Simple", 8e-6, 0.9)))
-
-
-def test_collectives_take_the_fabric_costs_unless_given_an_overhead():
-    topo = dataclasses.replace(
-        two_switches(), software=CollectiveCosts((Regime("Simple", 5e-6, 0.8),), launch=2e-6)
+    (f,) = model.apply(scenario).flows
+    assert f.bytes == pytest.approx(1e8 / eff[2], rel=1e-12)
+    assert f.overhead == pytest.approx(1e-6 + over[2], rel=1e-12) and f.start == pytest.approx(
+        3e-6, rel=1e-12
     )
-    plain = allreduce(["g0", "g1"], 8e6).scenario(two_switches())
-    costed = allreduce(["g0", "g1"], 8e6).scenario(topo)
+    # copies: a fixed overhead, direct or host-staged; host-staged bytes / staged efficiency
+    extra, factor = map(np.asarray, model.flow_costs(np.array([4e7, 4e7]), 0.0, np.array([False, True])))
+    np.testing.assert_allclose(extra, [1e-6, 9e-6], rtol=1e-12)
+    np.testing.assert_allclose(factor, [1.0, 1 / 0.9], rtol=1e-12)  # DEFAULT_COSTS' staged efficiency
+    back = CostModel.from_values(json.loads(json.dumps(model.to_values())))
+    for x, y in zip(jax.tree.leaves(back), jax.tree.leaves(model), strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-12)
+    assert back.regimes == ("LL", "Simple") and costs({"Simple": LL_SIMPLE["Simple"]}).launch == 0.0
+    bad = {"LL": LL_SIMPLE["LL"], "Simple": {"overhead": 8e-6, "efficiency": 1.5}}
+    with pytest.raises(ScenarioError, match=r"regimes.Simple.efficiency: must be in \(0, 1\]"):
+        costs(bad)
+    with pytest.raises(ScenarioError, match=r"regimes.LL.up_to: must be a finite number, got None"):
+        costs({"LL": {"overhead": 2e-6, "efficiency": 0.5}, "Simple": LL_SIMPLE["Simple"]})
+    with pytest.raises(ScenarioError, match=r"software.launch: must be >= 0"):
+        costs(LL_SIMPLE, launch=-1.0)
+
+
+def test_collectives_pay_given_costs_unless_given_an_overhead():
+    topo = two_switches()
+    model = costs({"Simple": {"overhead": 5e-6, "efficiency": 0.8}}, launch=2e-6)
+    plain = allreduce(["g0", "g1"], 8e6).scenario(topo)
+    costed = allreduce(["g0", "g1"], 8e6).scenario(topo, model)
     # 2 ranks: 2 steps of S/2 = 4 MB, 20 GB/s uplink; each step 5 us + 4e6 / 0.8 / 20e9, after 2 us launch
     assert netsim.simulate(plain).makespan == pytest.approx(2 * 4e6 / 20e9, rel=1e-12)
     assert netsim.simulate(costed).makespan == pytest.approx(2e-6 + 2 * (5e-6 + 4e6 / 0.8 / 20e9), rel=1e-12)
-    given = allreduce(["g0", "g1"], 8e6, step_overhead="1 us").scenario(topo)
+    given = allreduce(["g0", "g1"], 8e6, step_overhead="1 us").scenario(topo, model)
     assert all(f.overhead == 1e-6 and f.bytes == 4e6 for f in given.flows)
     from netsim.studies import collective_sweep
 
-    table = collective_sweep(allreduce(["g0", "g1"], 1.0), topo, [8e6, 8e3])
+    table = collective_sweep(allreduce(["g0", "g1"], 1.0), topo, [8e6, 8e3], model)
     assert table.time[0] == pytest.approx(netsim.simulate(costed).makespan, rel=1e-12)
-    small = netsim.simulate(allreduce(["g0", "g1"], 8e3).scenario(topo)).makespan
+    small = netsim.simulate(allreduce(["g0", "g1"], 8e3).scenario(topo, model)).makespan
     assert table.time[1] == pytest.approx(small, rel=1e-12)
+    # an imported workload's collectives pay them too, the launch in their first flows' overhead
+    program = RankProgram(["g0", "g1"], model)
+    program.collective("allreduce", [0, 1], 8e6, "ar", {})
+    imported = netsim.simulate(program.workload().scenario(topo)).makespan
+    assert imported == pytest.approx(netsim.simulate(costed).makespan, rel=1e-12)
 
 
 def test_load_a_calibrated_preset_and_its_p2p_off_twin():
@@ -121,7 +146,11 @@ def test_load_a_calibrated_preset_and_its_p2p_off_twin():
         c = values["link_classes"][link_class(topo, link.id)]
         assert (link.bandwidth, link.latency) == (c["bandwidth"], c["latency"])
     assert {r.id: r.capacity for r in topo.shared} == values["shared"]
-    assert topo.software.to_dict()["regimes"] == values["regimes"] and topo.software.width == values["width"]
+    fitted = load_costs("rtx4090-8x-epyc7542").to_values()
+    for name, regime in values["regimes"].items():
+        for key, x in regime.items():
+            assert fitted["regimes"][name][key] == (None if x is None else pytest.approx(x, rel=1e-12))
+    assert fitted["width"] == pytest.approx(values["width"], rel=1e-12)
     assert topo.device == "RTX 4090"
     off = load("rtx4090-8x-epyc7542", p2p=False)
     assert any(link_class(off, x) == "memory" for x in off.route("gpu0", "gpu1"))
@@ -133,7 +162,8 @@ def test_load_a_calibrated_preset_and_its_p2p_off_twin():
     assert cross and all(
         off.link[x].bandwidth == values["link_classes"]["socket-host"]["bandwidth"] for x in cross
     )
-    assert preset("rtx4090-8x-epyc7542").software is None  # the preset itself keeps builder figures
+    assert load_costs("rtx4090-8x-epyc7542") is not None
+    assert load_costs("pcie-8gpu") is None and load_costs("fat-tree:4") is None  # no calibration
     assert load("titanrtx-8x-lambda").router.p2p is False  # a machine without P2P stays so
     assert load("mi300x").shared == ()  # not a PCIe server
 
@@ -156,9 +186,11 @@ def test_load_files_and_errors(tmp_path):
     f = tmp_path / "m01.json"
     f.write_text(json.dumps(CALIBRATED["rtx4090-8x-epyc7542"]))
     a, b = load(f), load("rtx4090-8x-epyc7542")
-    assert [x.bandwidth for x in a.links] == [x.bandwidth for x in b.links] and a.software == b.software
+    assert [x.bandwidth for x in a.links] == [x.bandwidth for x in b.links]
+    assert load_costs(f).to_values() == load_costs("rtx4090-8x-epyc7542").to_values()
     smi = load(trace_path("m01_8x4090_2xEPYC7542_topo.txt"))
-    assert smi.gpus()[:2] == ("gpu0", "gpu1") and len(smi.shared) == 9 and smi.software is None
+    assert smi.gpus()[:2] == ("gpu0", "gpu1") and len(smi.shared) == 9
+    assert load_costs(trace_path("m01_8x4090_2xEPYC7542_topo.txt")) is None
     values = {"topology": {"nvidia_smi_topo": trace_path("m01_8x4090_2xEPYC7542_topo.txt").read_text()}}
     (tmp_path / "no-classes.json").write_text(json.dumps(values | {"link_classes": {}}))
     with pytest.raises(ScenarioError, match="link_classes: no entry for class"):

@@ -99,7 +99,7 @@ def allreduce(
         rings: one rank order per channel (cycled); default: `ranks` for every channel. Trees and
             halving-doubling number the ranks by this order.
         step_overhead: fixed software cost (s, or "2 us") of every flow, before its first byte. None:
-            0, or on a fabric with fitted software costs (`Topology.software`) the calibrated model.
+            0, or the calibrated model where `Collective.scenario` is given fitted costs.
         routes: explicit routes (link ids) per (src, dst) pair; other pairs take the fabric's route.
         reduce_bandwidth: if set (bytes/s), every reducing receive is followed by a reduction task
             on the receiving node taking bytes / reduce_bandwidth s, which later sends wait for.

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from ..._scenario import Scenario, ScenarioError
 from ..._units import format_quantity
 from .._base import Fabric, Workload
+
+if TYPE_CHECKING:
+    from ..._costs import CostModel
 
 #: Pieces (one chunk of one step) a connection has in flight by default, as in NCCL: a connection's FIFO
 #: has NCCL_STEPS = 8 slots (src/include/device.h; Simple protocol: buffSize / 8 each, 512 KiB of the
@@ -67,7 +71,7 @@ class Collective:
         chunks, channels: the pipelining and the parallel rings (or trees) the bytes are split over.
         root: index of the root rank (Broadcast, Reduce), else None.
         step_overhead: the explicit per-flow software cost (s); None when not given, so that
-            `scenario` applies the fabric's fitted costs (`Topology.software`) if it has them.
+            `scenario` applies fitted software costs (a `netsim.CostModel`) when it is given them.
         slots: pieces one connection has in flight at most (None: unbounded).
     """
 
@@ -106,15 +110,16 @@ class Collective:
         """nccl-tests' bus bandwidth algbw * factor (bytes/s), comparable to a link's bandwidth."""
         return self.algbw(time) * self.bus_factor
 
-    def scenario(self, fabric: Fabric, *, name: str | None = None) -> Scenario:
+    def scenario(
+        self, fabric: Fabric, costs: CostModel | None = None, *, name: str | None = None
+    ) -> Scenario:
         """The collective on `fabric`; flows without an explicit route take `fabric.route(src, dst)`.
 
-        On a fabric with fitted software costs (`Topology.software`, see `CollectiveCosts.apply`) and no
-        explicit `step_overhead`, every flow pays the calibrated per-step overhead and payload efficiency
-        at its bytes, and the collective its launch cost.
+        With a calibrated machine's software costs (`costs`, e.g. `netsim.topology.load_costs(name)`) and
+        no explicit `step_overhead`, every flow pays the calibrated per-step overhead and payload
+        efficiency at its bytes, and the collective its launch cost (`CostModel.apply`).
         """
         scenario = self.workload.scenario(fabric, name=name)
-        costs = getattr(fabric, "software", None)
         return costs.apply(scenario) if costs is not None and self.step_overhead is None else scenario
 
     def __repr__(self) -> str:
