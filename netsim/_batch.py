@@ -20,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from . import kernels
-from ._compile import Compiled, Shape, bucket, compile_scenario
+from ._compile import Compiled, Shape, bucket, compile_scenario, event_bound
 from ._errors import ScenarioError, SimulationError, check_tolerance
 from ._scenario import Scenario
 from .kernels import Network, Program, SimState, Status
@@ -45,7 +45,7 @@ class Batch:
 
     @property
     def max_events(self) -> int:
-        return self.shape.max_events
+        return event_bound(self.shape, self.network)
 
     def run(self, **kwargs) -> BatchRun:
         """`run_batch` on this batch (keywords as there)."""
@@ -69,6 +69,8 @@ def compile_batch(scenarios: Sequence[Scenario | Compiled], *, shape: Shape | No
             raise ScenarioError(f"scenarios[{i}]: {e}") from None
     common = functools.reduce(Shape.__or__, (c.shape for c in compiled), shape or Shape())
     compiled = [c.padded(common) for c in compiled]
+    if any(c.network.packets is not None for c in compiled):  # one tree structure: fluid Packets for the rest
+        compiled = [c.with_packets() for c in compiled]
     return Batch(tuple(compiled), stack([c.network for c in compiled]), stack([c.program for c in compiled]))
 
 
@@ -94,6 +96,11 @@ def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
         )
 
     net = [axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
+    if network.packets is not None:
+        net += [
+            axis(getattr(network.packets, f), 1, f"network.packets.{f}")
+            for f in ("size", "header", "buffer", "variability")
+        ]
     prog = [
         axis(getattr(program, f), _NDIM[f], f"program.{f}")
         for f in ("route", "size", "release", "overhead", "after")

@@ -26,8 +26,10 @@ def _whole(network: kernels.Network, program: kernels.Program, **options) -> ker
     return kernels.run(network, program, **options)
 
 
-def _start(program: kernels.Program, *, n_resources: int, record: int) -> kernels.SimState:
-    return initial_state(program, n_resources, record)
+def _start(
+    program: kernels.Program, *, n_resources: int, record: int, packetized: bool = False
+) -> kernels.SimState:
+    return initial_state(program, n_resources, record, packetized=packetized)
 
 
 def _next(network, program, state: kernels.SimState, until, **options) -> kernels.SimState:
@@ -36,8 +38,10 @@ def _next(network, program, state: kernels.SimState, until, **options) -> kernel
 
 def _state_tree(network: kernels.Network, program: kernels.Program, record: int):
     """The pytree structure of the engine's state, without tracing the engine."""
-    n_resources = network.capacity.shape[-1]
-    return jax.tree.structure(jax.eval_shape(lambda p: initial_state(p, n_resources, record), program))
+    n_resources, packetized = network.capacity.shape[-1], network.packets is not None
+    return jax.tree.structure(
+        jax.eval_shape(lambda p: initial_state(p, n_resources, record, packetized=packetized), program)
+    )
 
 
 def _run(
@@ -53,6 +57,8 @@ def _run(
 def _initial(network: kernels.Network, program: kernels.Program, record: int) -> kernels.SimState:
     # the engine's start state, from a small executable of its own: the slices then need one large one
     options = {"n_resources": network.capacity.shape[-1], "record": int(record)}
+    if network.packets is not None:
+        options["packetized"] = True
     return executable(_start, (program,), options, lambda: _state_tree(network, program, record))(program)
 
 
@@ -153,10 +159,30 @@ def simulate(
             )
     wall = time.perf_counter() - t0
     if throw:
-        check_status(int(state.status), int(state.events), bound)
+        check_status(int(state.status), int(state.events), bound, hint=_unbounded_queue(compiled, state))
     if int(state.status) == Status.OK:
         check_result(compiled, state)
     return Result.from_state(compiled, state, wall)
+
+
+def _unbounded_queue(compiled: Compiled, state: kernels.SimState) -> str:
+    """Why a run with packetized links may have stalled: a first byte that waits forever, in the queue of
+    a saturated link whose buffer is unbounded (M/G/1 at utilization 1); '' otherwise."""
+    waiting = (
+        np.isinf(np.asarray(state.first_byte)[compiled.flow_slice])
+        & np.asarray(state.started)[compiled.flow_slice]
+    )
+    if not waiting.any():
+        return ""
+    unbounded = [x.id for x in compiled.scenario.links if x.packetized and x.buffer_bytes is None]
+    if not unbounded:
+        return ""
+    flow = compiled.scenario.flows[int(np.argmax(waiting))].id
+    return (
+        f"flow {flow!r} waits forever for its first byte: a packetized link on its route is saturated"
+        f" and has an unbounded queue (no buffer_bytes: {', '.join(map(repr, unbounded[:4]))}); give"
+        " those links buffer_bytes, the queue depth that bounds the wait"
+    )
 
 
 def check_result(compiled: Compiled, state: kernels.SimState) -> None:
