@@ -1,7 +1,9 @@
 """Chiplet meshes and tori: link counts, XY hop counts, bisection, presets, failures, argument checks."""
 
+import dataclasses
 import itertools
 
+import numpy as np
 import pytest
 from topo_helpers import assert_valid_routes, node_path
 
@@ -13,6 +15,7 @@ from netsim.topology import (
     mi250x,
     mi250x_node,
     mi300x,
+    min_cut,
     preset,
 )
 
@@ -148,3 +151,44 @@ def test_mesh_argument_errors(kwargs, message):
 def test_unit_strings_are_accepted():
     topo = chiplet_mesh(1, 2, hbm="none", d2d_bandwidth="400 Gbps", d2d_latency="20 ns")
     assert topo.link["xcd0->xcd1"].bandwidth == 50e9 and topo.link["xcd0->xcd1"].latency == 20e-9
+
+
+def test_bisection_is_the_least_balanced_cut():
+    # a 2 x 8 mesh: cutting its middle column crosses 2 links, its rows 8 (the first-half split's answer)
+    mesh = chiplet_mesh(2, 8, d2d_bandwidth=BW)
+    assert bisection_bandwidth(mesh) == 2 * BW
+    assert bisection_bandwidth(mesh, half=mesh.gpus()[:8]) == 8 * BW
+    # a ring of 8 (a 1 x 8 torus): any balanced split cuts it twice
+    assert bisection_bandwidth(chiplet_torus(1, 8, hbm="none", d2d_bandwidth=BW)) == 2 * BW
+    # a 3 x 3 mesh, 4 against 5 workers: no balanced split crosses fewer than 4 links
+    assert bisection_bandwidth(chiplet_mesh(3, 3, hbm="none", d2d_bandwidth=BW)) == 4 * BW
+
+
+def _reweighted(topo, seed: int, symmetric: bool):
+    rng = np.random.default_rng(seed)
+    bws = {}
+    links = []
+    for x in topo.links:
+        key = tuple(sorted((x.src, x.dst))) if symmetric else (x.src, x.dst)
+        bws.setdefault(key, float(rng.choice([1.0, 2.0, 3.0, 5.0])) * BW)
+        links.append(dataclasses.replace(x, bandwidth=bws[key]))
+    return dataclasses.replace(topo, links=tuple(links))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bisection_matches_brute_force_on_small_fabrics(seed):
+    # branch and bound against every balanced split's max-flow, both ways (min_cut: an independent count)
+    for base in (
+        chiplet_mesh(2, 4, hbm="none"),
+        chiplet_mesh(3, 3, hbm="edges"),
+        chiplet_torus(1, 7, hbm="none"),
+    ):
+        for symmetric in (True, False):
+            topo = _reweighted(base, seed, symmetric)
+            workers = topo.gpus()
+            brute = min(
+                min(min_cut(topo, a, b)[0], min_cut(topo, b, a)[0])
+                for a in itertools.combinations(workers, len(workers) // 2)
+                for b in [[w for w in workers if w not in a]]
+            )
+            assert bisection_bandwidth(topo) == pytest.approx(brute, rel=1e-12)
