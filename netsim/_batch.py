@@ -176,12 +176,10 @@ def run_batch(
     if unknown:
         raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
     axes = batch_axes(network, program)
-    leaves = jax.tree.leaves((network, program))
-    sizes = {
-        np.shape(x)[0]
-        for x, ax in zip(leaves, jax.tree.leaves(axes, is_leaf=lambda a: a is None), strict=True)
-        if ax == 0
-    }
+    # the inputs' structure reads the axes (None: a shared leaf, or no packets at all)
+    treedef = jax.tree.structure((network, program))
+    leaves, leaf_axes = treedef.flatten_up_to((network, program)), treedef.flatten_up_to(axes)
+    sizes = {np.shape(x)[0] for x, ax in zip(leaves, leaf_axes, strict=True) if ax == 0}
     if len(sizes) != 1:
         raise ScenarioError(
             f"batch: the batched inputs disagree on the batch size ({sorted(sizes)})"
@@ -200,8 +198,8 @@ def run_batch(
             return x
         return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
 
-    net, prog = jax.tree.map(pad, (network, program), axes, is_leaf=lambda a: a is None)
-    fn, shardings = _runner(max_events, keep, loop, tolerance, axes, devices)
+    net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
+    fn, shardings = _runner(max_events, keep, loop, tolerance, axes, devices, treedef)
     with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
         args = jax.tree.map(
             lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
@@ -226,6 +224,7 @@ def _runner(
     tolerance: float,
     axes: tuple[Network, Program],
     devices: tuple[jax.Device, ...],
+    treedef,
 ):
     """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
     outputs and batching pattern share one compile)."""
@@ -238,7 +237,7 @@ def _runner(
         return out
 
     mesh = Mesh(np.array(devices), ("batch",))
-    specs = jax.tree.map(lambda ax: P("batch") if ax == 0 else P(), axes, is_leaf=lambda a: a is None)
+    specs = treedef.unflatten([P("batch") if ax == 0 else P() for ax in treedef.flatten_up_to(axes)])
     # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
     # which the varying-axes check would reject
     mapped = jax.shard_map(
