@@ -291,7 +291,7 @@ def test_queueing_derivatives_match_finite_differences():
     assert np.all(jac[0] != 0)
 
 
-@pytest.mark.parametrize("name", ["pp_1f1b.json", "topo_mi300x_memory.json"])
+@pytest.mark.parametrize("name", ["pp_1f1b.json", "topo_mesh_transpose.json"])
 def test_no_packetized_link_is_the_plain_engine_bit_for_bit(name):
     # compiled without packets (a static None: the engine of old) and with an all-fluid Packets (the
     # queueing program, every wait 0): the same bits

@@ -60,7 +60,10 @@ def test_kernel_names():
         "step",
         "maxmin_rates",
         "route_latency",
+        "payload_capacity",  # packetized resources (docs/queueing.md)
+        "first_byte_wait",
         "Network",
+        "Packets",
         "Program",
         "SimState",
         "Allocation",

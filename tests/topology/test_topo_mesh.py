@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from topo_helpers import assert_valid_routes, node_path
 
+import netsim
 from netsim import ScenarioError
 from netsim.topology import (
     bisection_bandwidth,
@@ -95,7 +96,7 @@ def test_mi300x_shape_and_cited_figures():
         len(topo.nodes_of("xcd")) == 8 and len(topo.nodes_of("iod")) == 4 and len(topo.nodes_of("hbm")) == 8
     )
     assert topo.gpus() == tuple(f"xcd{i}" for i in range(8))
-    assert len(topo.links) == 2 * (4 + 8 + 8 + 1)  # 2x2 IOD mesh, XCDs, HBM stacks, host port
+    assert len(topo.links) == 2 * (4 + 8 + 8 + 4)  # 2x2 IOD mesh, XCDs, HBM stacks, host port to each IOD
     assert topo.route("xcd0", "hbm1") == ("xcd0->iod0", "iod0->hbm1")  # local stack: no IO-die crossing
     assert len(topo.route("xcd0", "hbm7")) == 4  # diagonal IO die: two mesh hops
     assert topo.link["iod0->hbm0"].bandwidth == 662.5e9  # 5.3 TB/s / 8
@@ -192,3 +193,21 @@ def test_bisection_matches_brute_force_on_small_fabrics(seed):
                 for b in [[w for w in workers if w not in a]]
             )
             assert bisection_bandwidth(topo) == pytest.approx(brute, rel=1e-12)
+
+
+def test_mi300x_small_read_queues_behind_background_load():
+    # a 64 B read from hbm1 by xcd0 (the data's way): HBM link 100 ns + XCD link 5 ns when idle;
+    # behind a bulk read of the same stack by xcd1 (which saturates hbm1 -> iod0) it also waits that
+    # link's 4 KiB buffer drain time, 4096 / 662.5 GB/s
+    topo = mi300x()
+    probe = netsim.Flow("probe", "hbm1", "xcd0", 64.0, start=1e-6)
+    bulk = netsim.Flow("bulk", "hbm1", "xcd1", 64e6)
+    idle = netsim.simulate(topo.scenario([probe])).flow("probe")
+    loaded = netsim.simulate(topo.scenario([bulk, probe])).flow("probe")
+    assert idle.first_byte == pytest.approx(1e-6 + 105e-9, rel=1e-12)
+    assert loaded.first_byte - idle.first_byte == pytest.approx(4096 / 662.5e9, rel=1e-9)
+    # the host port enters at the destination's own IO die
+    assert topo.route("host", "xcd5") == ("host->iod2", "iod2->xcd5")
+    # the package before latencies and packets
+    plain = mi300x(latency_d2d=0.0, packets=False)
+    assert all(x.latency == 0.0 and x.packet_bytes is None for x in plain.links)
