@@ -325,3 +325,22 @@ def test_packetized_and_fluid_scenarios_batch_together():
     assert run.outputs["finish"][0, 1] != run.outputs["finish"][1, 1]  # the probe waited in one only
     for i, scenario in enumerate((packetized, plain)):
         np.testing.assert_array_equal(run.outputs["finish"][i, :2], netsim.simulate(scenario).flow_finish)
+
+
+def test_saturated_wait_derivatives_are_the_drain_times():
+    # first byte = start + latency + buffer / C: d/d buffer = 1 / C, d/d C = -buffer / C^2 (closed forms)
+    links = [Link("b", "y", "z", C, 2e-6, **WIRE, buffer_bytes=4096.0)]
+    flows = [Flow("bg", "y", "z", 1e6), Flow("probe", "y", "z", 1e3, start=1e-6)]
+    compiled = netsim.compile_scenario(Scenario(links, flows))
+    net, prog = compiled.network, compiled.program
+
+    def first_byte(x):
+        p = net.packets
+        packets = kernels.Packets(p.size, p.header, jnp.asarray(p.buffer).at[0].set(x[1]), p.variability)
+        network = kernels.Network(jnp.asarray(net.capacity).at[0].set(x[0]), net.latency, packets)
+        return kernels.run(network, prog, max_events=compiled.max_events).first_byte[1]
+
+    with jax.enable_x64(True):
+        d_capacity, d_buffer = np.asarray(jax.jacfwd(first_byte)(jnp.array([C, 4096.0])))
+    np.testing.assert_allclose(d_buffer, 1 / C, rtol=1e-12)
+    np.testing.assert_allclose(d_capacity, -4096 / C**2, rtol=1e-12)
