@@ -74,6 +74,7 @@ def chiplet_mesh(
     io_latency=0.0,
     host_bandwidth=None,
     host_latency=0.0,
+    packets: bool = False,
     name: str | None = None,
 ) -> Topology:
     """A rows x cols mesh (or torus) of compute chiplets "xcd{r*cols+c}" with XY routing.
@@ -91,6 +92,11 @@ def chiplet_mesh(
         io_bandwidth: chiplet <-> IO die (default assumed).
         host_bandwidth: when given, add the "host" port (kind "port") linked to every IO die, or to
             xcd0 when there are none (PCIe / host link per direction).
+        packets: give the on-package links (all but the host port's) the presets' packet parameters
+            (`ON_PACKAGE`: 64 B packets, 4 KiB buffers), so small transfers queue behind load. Off by
+            default, as the latencies are 0 by default: a generic mesh for bandwidth studies, whose
+            closed forms (bisection bounds, all-to-all times) hold exactly; `mi300x` and `mi250x` carry
+            figures.
 
     Returns:
         A Topology whose gpus() are the chiplets in row-major order.
@@ -126,7 +132,8 @@ def chiplet_mesh(
         attached.append((PORT, "port", ups, *host))
     shape = "torus" if torus else "mesh"
     workers = [n for row in grid for n in row]
-    return _package(name or f"{shape}{rows}x{cols}", grid, "xcd", torus, d2d, attached, workers)
+    topo = _package(name or f"{shape}{rows}x{cols}", grid, "xcd", torus, d2d, attached, workers)
+    return _with_packets(topo, packets, {PORT})
 
 
 def chiplet_torus(rows: int, cols: int, **kwargs) -> Topology:

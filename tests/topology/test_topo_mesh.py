@@ -211,3 +211,10 @@ def test_mi300x_small_read_queues_behind_background_load():
     # the package before latencies and packets
     plain = mi300x(latency_d2d=0.0, packets=False)
     assert all(x.latency == 0.0 and x.packet_bytes is None for x in plain.links)
+
+
+def test_chiplet_mesh_packets_on_request():
+    assert all(x.packet_bytes is None for x in chiplet_mesh(2, 2).links)
+    topo = chiplet_mesh(2, 2, io_dies=1, host_bandwidth="64 GB/s", packets=True)
+    assert {x.packet_bytes for x in topo.links if "host" not in x.id} == {64.0}
+    assert {x.packet_bytes for x in topo.links if "host" in x.id} == {None}
