@@ -453,7 +453,10 @@ def lay_out(
                 for e, w in zip(experiments, weights, strict=True)
             ]
         )
-    base = kernels.Network(batch.network.capacity[0], batch.network.latency[0])
+    first = lambda x: x[0]  # the batch's points share one fabric
+    base = kernels.Network(
+        *jax.tree.map(first, (batch.network.capacity, batch.network.latency, batch.network.packets))
+    )
     return ExperimentBatch(
         batch.program,
         base,
@@ -520,7 +523,7 @@ def network(params: Params, b: ExperimentBatch) -> kernels.Network:
     )
     capacity = jnp.where(cls >= 0, bw, jnp.where(shr >= 0, shared, b.base.capacity))
     latency = jnp.where(cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)], b.base.latency)
-    return kernels.Network(capacity, latency)
+    return kernels.Network(capacity, latency, b.base.packets)
 
 
 def simulate_experiments(params: Params, b: ExperimentBatch, *, loop: str = "lax") -> kernels.SimState:

@@ -226,7 +226,11 @@ def lay_out_jobs(
             iters[k, s] = n
             for it, last in enumerate(e):
                 ends[k, s, it, [pos[i] for i in last]] = True
-    net = kernels.Network(np.asarray(batch.network.capacity[0]), np.asarray(batch.network.latency[0]))
+    net = kernels.Network(
+        *jax.tree.map(
+            lambda x: np.asarray(x[0]), (batch.network.capacity, batch.network.latency, batch.network.packets)
+        )
+    )
     return (
         JobBatch(
             net, batch.program, model, slot, per_compute, per_byte, per_sync, ends, iters, batch.max_events

@@ -53,11 +53,30 @@ OK, MAX_EVENTS, STALLED, NONFINITE = (
 AnyArray = Array | np.ndarray
 
 
-class Network(eqx.Module):
-    """What a sweep or a calibration varies: per-resource capacity and latency."""
+class Packets(eqx.Module):
+    """How packetized resources carry their load: payload efficiency and queueing (`kernels.queueing`).
 
-    capacity: Float[AnyArray, "... R"]  # bytes/s for links; work-seconds per second (1.0) for devices
+    A resource with size > 0 moves packets of `size` payload bytes plus `header` bytes on the wire, so
+    items share `capacity x size / (size + header)` (`payload_capacity`), and an item's first byte waits
+    in its queue (`first_byte_wait`). size == 0: not packetized (fluid, no queueing): devices, shared
+    resources, padding and plain links.
+    """
+
+    size: Float[AnyArray, "... R"]  # payload bytes per packet; 0 = not packetized
+    header: Float[AnyArray, "... R"]  # header and framing bytes per packet on the wire
+    buffer: Float[AnyArray, "... R"]  # bytes the queue holds (inf: unbounded)
+    variability: Float[AnyArray, "... R"]  # squared coefficient of variation of the service time
+
+
+class Network(eqx.Module):
+    """What a sweep or a calibration varies: per-resource capacity and latency, and packetization."""
+
+    capacity: Float[
+        AnyArray, "... R"
+    ]  # bytes/s on the wire for links; work-seconds per second (1.0) for devices
     latency: Float[AnyArray, "... R"]  # s, paid once per item crossing the resource, before its first byte
+    # None: no resource packetized, and the engine is the same program as without the queueing model
+    packets: Packets | None = None
 
 
 class Program(eqx.Module):
@@ -101,3 +120,5 @@ class SimState(eqx.Module):
     status: Int[Array, ""]  # OK or MAX_EVENTS | STALLED | NONFINITE bits
     trace_time: Float[Array, " K"]  # s: start of each event interval (K = 0 unless recording)
     trace_load: Float[Array, "K R"]  # bytes/s through each resource during that interval
+    # whether the item's first byte has had its queueing wait added; None unless the network is packetized
+    queued: Bool[Array, " N"] | None = None

@@ -20,6 +20,7 @@ from .maxmin import (
     rate_floor,
     to_resources,
 )
+from .queueing import queueing_delay
 
 # Items whose projected finish lies within this relative distance of the next event finish with it:
 # simultaneous completions then cost one event, not a cascade of residue events (SimGrid's precision/work-amount).
@@ -37,7 +38,36 @@ def route_latency(network: Network, program: Program) -> Float[AnyArray, " N"]:
     return jnp.sum(gather(network.latency, program.route, 0.0), axis=1) + program.overhead
 
 
-def initial_state(program: Program, n_resources: int, record: int = 0) -> SimState:
+def payload_capacity(network: Network) -> Float[AnyArray, " R"]:
+    """bytes/s the items crossing each resource share: its capacity, less the headers of a packetized one
+    (capacity x size / (size + header))."""
+    p = network.packets
+    if p is None:
+        return network.capacity
+    packetized = p.size > 0
+    size = jnp.where(packetized, p.size, 1.0)  # double where: finite gradients on the fluid lanes
+    return jnp.where(packetized, network.capacity * (size / (size + p.header)), network.capacity)
+
+
+def first_byte_wait(
+    network: Network, load: Float[AnyArray, " R"], route: Int[AnyArray, "N H"]
+) -> Float[AnyArray, " N"]:
+    """s each item's first byte waits in the queues of its route at these resource loads (payload bytes/s):
+    the sum over its packetized hops of `queueing.queueing_delay` at utilization load / payload capacity,
+    for packets of size + header bytes on the wire, at most the buffer's drain time (buffer / capacity).
+    Zero where no resource is packetized; needs `network.packets`."""
+    p = network.packets
+    wire = network.capacity
+    bounded = jnp.isfinite(p.buffer)  # double where: an unbounded buffer's limit has no gradient
+    limit = jnp.where(bounded, jnp.where(bounded, p.buffer, 0.0) / wire, jnp.inf)
+    wait = queueing_delay(load / payload_capacity(network), (p.size + p.header) / wire, p.variability, limit)
+    wait = jnp.where(p.size > 0, wait, 0.0)
+    return jnp.sum(gather(wait, route, 0.0), axis=1)
+
+
+def initial_state(
+    program: Program, n_resources: int, record: int = 0, *, packetized: bool = False
+) -> SimState:
     n_items, n_hops = program.route.shape
     dt = program.size.dtype
     padding = ~jnp.any(program.route < n_resources, axis=1)
@@ -62,6 +92,7 @@ def initial_state(program: Program, n_resources: int, record: int = 0) -> SimSta
         status=zero,
         trace_time=jnp.full(record, jnp.inf, dt),
         trace_load=jnp.zeros((record, n_resources), dt),
+        queued=padding if packetized else None,
     )
 
 
@@ -74,6 +105,7 @@ class _Items(eqx.Module):
     first_byte: Float[AnyArray, " n"]
     finish: Float[AnyArray, " n"]
     held: Float[AnyArray, "n H"]
+    queued: Bool[AnyArray, " n"] | None  # None unless the network is packetized
 
 
 def step(
@@ -108,9 +140,10 @@ def step(
     started, start, first_byte = jax.lax.cond(
         jnp.all(s.started), lambda: (s.started, s.start, s.first_byte), schedule
     )
-    items = _Items(s.remaining, started, s.done, first_byte, s.finish, s.held)
+    items = _Items(s.remaining, started, s.done, first_byte, s.finish, s.held, s.queued)
+    capacity = payload_capacity(network)
     items, alloc, out = _advance(
-        network.capacity, program.route, s, items, s.allocation, floor, dense, loop, tolerance
+        capacity, network, program.route, s, items, s.allocation, floor, dense, loop, tolerance
     )
     return _commit(s, out, start, items, alloc)
 
@@ -129,6 +162,7 @@ class _Event(eqx.Module):
 
 def _advance(
     capacity: Float[AnyArray, " R"],
+    network: Network,
     route: Int[AnyArray, "n H"],
     s: SimState,
     items: _Items,
@@ -141,12 +175,22 @@ def _advance(
     """Steps 2-4 of an event on `items` (scheduled already): every item, or a compact view holding every
     item started and not done and every item of `prior.active` (the frontier). Elementwise per item but
     for the max-min allocation and the sums over resources, which add in item order either way, so a view
-    gives the very same floating-point results as the whole."""
+    gives the very same floating-point results as the whole.
+
+    capacity: `payload_capacity(network)`; network: for the queueing of first bytes when packetized."""
     t = s.time
-    started, first_byte = items.started, items.first_byte
+    started, first_byte, queued = items.started, items.first_byte, items.queued
     # the fast mode lets a first byte up to half a window ahead start now, as it lets completions fold in
     horizon = t + 0.5 * tolerance * jnp.abs(t) if tolerance else t
     moving = started & ~items.done & (first_byte <= horizon)
+    if queued is not None:  # packetized (static): a first byte reaching its route now queues first
+        # its wait is set by the loads of the interval that ends now, the traffic its packets find queued
+        # ahead of them; the item moves once it has waited (an event of its own when the wait is > 0)
+        arriving = moving & ~queued
+        wait = first_byte_wait(network, prior.load, route)
+        first_byte = jnp.where(arriving, first_byte + wait, first_byte)
+        queued = queued | arriving
+        moving = started & ~items.done & (first_byte <= horizon)
 
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
@@ -200,7 +244,7 @@ def _advance(
     held = items.held + jnp.where(moving[:, None] & on_bottleneck, held_for, 0.0)
     bad = ~jnp.all(jnp.isfinite(remaining)) | ~jnp.isfinite(t_next)
     status = s.status | jnp.where(stalled, STALLED, OK) | jnp.where(bad, NONFINITE, OK)
-    items = _Items(remaining, started, items.done | finishing, first_byte, finish, held)
+    items = _Items(remaining, started, items.done | finishing, first_byte, finish, held, queued)
     event = _Event(t_next, gap, moved_bytes, merged, status.astype(jnp.int32), finishing, alloc.load)
     return items, alloc, event
 
@@ -232,6 +276,7 @@ def _commit(
         status=event.status,
         trace_time=trace_time,
         trace_load=trace_load,
+        queued=items.queued,
     )
 
 
@@ -370,12 +415,14 @@ def _frontier_step(
         get(first_byte, 0.0),
         get(s.finish, 0.0),
         get(s.held, 0.0),
+        None if s.queued is None else get(s.queued, True),
     )
     a = s.allocation
     prior = Allocation(get(a.active, False), get(a.rate, 0.0), get(a.bottleneck, 0), a.load, a.rounds)
     route = get(jnp.asarray(program.route), network.capacity.shape[0])
+    capacity = payload_capacity(network)
     items, alloc, event = _advance(
-        network.capacity, route, s, items, prior, get(floor, jnp.inf), None, loop, tolerance
+        capacity, network, route, s, items, prior, get(floor, jnp.inf), None, loop, tolerance
     )
     full = _Items(
         put(s.remaining, items.remaining),
@@ -384,6 +431,7 @@ def _frontier_step(
         put(first_byte, items.first_byte),
         put(s.finish, items.finish),
         put(s.held, items.held),
+        None if s.queued is None else put(s.queued, items.queued),
     )
     whole = Allocation(
         put(a.active, alloc.active),
@@ -472,6 +520,11 @@ def run(
     """Simulates `program` on `network` until every item is done or `max_events` events have passed.
 
     One event handles every completion and first byte that falls on the same instant.
+
+    Packetized resources (`network.packets`, static: None compiles the engine without them): items share
+    their payload capacity (`payload_capacity`), and an item's first byte, on reaching its route at
+    start + route latency, waits `first_byte_wait` at the loads of the allocation in force until then; it
+    moves once it has waited (one more event per item that waits: allow items more events).
     Differentiable in capacity, latency, size, release and overhead: forward mode with loop="lax",
     reverse mode with loop="checkpointed" (equinox's checkpointed while loop). At ties between event
     times the result is piecewise smooth: derivatives there are one-sided.
@@ -514,7 +567,7 @@ def run(
     n_items = program.route.shape[0]
     latency = route_latency(network, program)
     everyone = jnp.ones(program.route.shape[0], bool)  # padding items cross nothing: they add no users
-    floor = jax.lax.stop_gradient(rate_floor(network.capacity, program.route, everyone))  # only compared
+    floor = jax.lax.stop_gradient(rate_floor(payload_capacity(network), program.route, everyone))  # compared
     if dense is None:
         dense = dense_by_default(program.route.shape[0], n_resources)
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
@@ -529,7 +582,8 @@ def run(
             network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance
         )
 
-    s0 = initial_state(program, n_resources, record) if state is None else state
+    packetized = network.packets is not None
+    s0 = initial_state(program, n_resources, record, packetized=packetized) if state is None else state
     if frontier is None:
         frontier = FRONTIER if loop == "lax" and not dense and n_items > 2 * FRONTIER[0] else ()
     sizes = (frontier,) if isinstance(frontier, int) and frontier else frontier or ()

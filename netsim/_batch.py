@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from ._compile import Compiled, Shape, compile_scenario
+from ._compile import Compiled, Shape, compile_scenario, event_bound
 from ._errors import ScenarioError
 from ._runner import BatchRun, run_batch
 from ._scenario import Scenario
@@ -34,7 +34,7 @@ class Batch:
 
     @property
     def max_events(self) -> int:
-        return self.shape.max_events
+        return event_bound(self.shape, self.network)
 
     def run(self, **kwargs) -> BatchRun:
         """`run_batch` on this batch (keywords as there)."""
@@ -58,6 +58,8 @@ def compile_batch(scenarios: Sequence[Scenario | Compiled], *, shape: Shape | No
             raise ScenarioError(f"scenarios[{i}]: {e}") from None
     common = functools.reduce(Shape.__or__, (c.shape for c in compiled), shape or Shape())
     compiled = [c.padded(common) for c in compiled]
+    if any(c.network.packets is not None for c in compiled):  # one tree structure: fluid Packets for the rest
+        compiled = [c.with_packets() for c in compiled]
     return Batch(tuple(compiled), stack([c.network for c in compiled]), stack([c.program for c in compiled]))
 
 

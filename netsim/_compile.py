@@ -10,7 +10,7 @@ from ._checks import number as check_number
 from ._errors import ScenarioError
 from ._routing import LinkGraph
 from ._scenario import Scenario
-from .kernels import Network, Program
+from .kernels import Network, Packets, Program
 
 
 def bucket(n: int, minimum: int, per_octave: int = 1) -> int:
@@ -30,7 +30,8 @@ class Shape:
     (links + devices). Scenarios of one shape share one compile and vmap together.
 
     The event bound is a function of the shape alone: every event finishes an item or lets one start
-    moving bytes, so 2 x items events always suffice (+ slack for the last event's bookkeeping).
+    moving bytes, so 2 x items events always suffice (+ slack for the last event's bookkeeping); with
+    packetized links an item's first byte may take one more, to wait in their queues (`event_bound`).
     """
 
     items: int = 64
@@ -61,6 +62,12 @@ class Shape:
         return 2 * self.items + 16
 
 
+def event_bound(shape: Shape, network: Network) -> int:
+    """The event bound of scenarios of this shape on this network: `Shape.max_events`, plus one event per
+    item when links are packetized (a first byte that waits in a queue is an event of its own)."""
+    return shape.max_events + (shape.items if network.packets is not None else 0)
+
+
 @dataclasses.dataclass(frozen=True)
 class Compiled:
     """A validated scenario as kernel arrays, with the id maps to read results back.
@@ -84,7 +91,7 @@ class Compiled:
 
     @property
     def max_events(self) -> int:
-        return self.shape.max_events
+        return event_bound(self.shape, self.network)
 
     @property
     def n_flows(self) -> int:
@@ -119,6 +126,16 @@ class Compiled:
         start = self.shared_slice.stop
         return slice(start, start + len(self.devices))
 
+    def with_packets(self) -> Compiled:
+        """The same scenario with packet parameters on every resource (fluid ones where none: size 0), so it
+        stacks with packetized scenarios; itself if it has them."""
+        if self.network.packets is not None:
+            return self
+        r = self.shape.resources
+        fluid = Packets(np.zeros(r), np.zeros(r), np.full(r, np.inf), np.zeros(r))
+        network = Network(self.network.capacity, self.network.latency, fluid)
+        return dataclasses.replace(self, network=network)
+
     def padded(self, shape: Shape) -> Compiled:
         """The same scenario laid out at a larger `shape` (no validation again: only the arrays grow)."""
         if shape == self.shape:
@@ -133,7 +150,21 @@ class Compiled:
         after = np.full((shape.items, shape.after), shape.items, np.int32)
         after[: old.items, : old.after] = np.where(prog.after == old.items, shape.items, prog.after)
         grow = lambda x, n, fill: np.concatenate([x, np.full(n - x.shape[0], fill, x.dtype)])
-        network = Network(grow(net.capacity, shape.resources, 1.0), grow(net.latency, shape.resources, 0.0))
+        packets = net.packets
+        if packets is not None:
+            packets = Packets(
+                *(
+                    grow(x, shape.resources, fill)
+                    for x, fill in zip(
+                        (packets.size, packets.header, packets.buffer, packets.variability),
+                        (0.0, 0.0, np.inf, 0.0),
+                        strict=True,
+                    )
+                )
+            )
+        network = Network(
+            grow(net.capacity, shape.resources, 1.0), grow(net.latency, shape.resources, 0.0), packets
+        )
         program = Program(
             route,
             grow(prog.size, shape.items, 0.0),
@@ -204,13 +235,28 @@ def compile_scenario(scenario: Scenario, *, shape: Shape | None = None) -> Compi
         after[i, : len(item.after)] = [index[a] for a in item.after]
     return Compiled(
         scenario,
-        Network(capacity, latency),
+        Network(capacity, latency, _packets(scenario, R)),
         Program(route, size, release, overhead, after),
         routes,
         devices,
         shape,
         hops,
     )
+
+
+def _packets(scenario: Scenario, n_resources: int) -> Packets | None:
+    """The links' packet parameters per resource, or None when no link is packetized (then the engine is
+    the very program it was before packets existed)."""
+    if not any(link.packetized for link in scenario.links):
+        return None
+    size, header = np.zeros(n_resources), np.zeros(n_resources)
+    buffer, variability = np.full(n_resources, np.inf), np.zeros(n_resources)
+    for i, link in enumerate(scenario.links):
+        if link.packetized:
+            size[i], header[i] = link.packet_bytes, link.header_bytes or 0.0
+            buffer[i] = np.inf if link.buffer_bytes is None else link.buffer_bytes
+            variability[i] = link.variability or 0.0
+    return Packets(size, header, buffer, variability)
 
 
 def _check_links(scenario: Scenario) -> LinkGraph:

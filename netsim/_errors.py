@@ -21,12 +21,15 @@ class SimulationError(NetsimError, RuntimeError):
     """The engine could not finish the scenario (event bound hit, stall, non-finite values)."""
 
 
-def check_status(status: int, events: int, max_events: int, *, where: str = "simulation") -> None:
-    """Raises SimulationError explaining the Status bits of a finished run; returns if OK."""
+def check_status(
+    status: int, events: int, max_events: int, *, where: str = "simulation", hint: str = ""
+) -> None:
+    """Raises SimulationError explaining the Status bits of a finished run (and `hint`, a likely cause);
+    returns if OK."""
     status = Status(int(status))
     if status == Status.OK:
         return
-    reasons = status.reasons(events=int(events), max_events=int(max_events))
+    reasons = status.reasons(events=int(events), max_events=int(max_events)) + ([hint] if hint else [])
     raise SimulationError(f"{where} did not finish: " + "; ".join(reasons))
 
 

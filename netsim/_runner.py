@@ -58,6 +58,11 @@ def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
         )
 
     net = [axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
+    if network.packets is not None:
+        net += [
+            axis(getattr(network.packets, f), 1, f"network.packets.{f}")
+            for f in ("size", "header", "buffer", "variability")
+        ]
     prog = [
         axis(getattr(program, f), _NDIM[f], f"program.{f}")
         for f in ("route", "size", "release", "overhead", "after")
@@ -194,8 +199,8 @@ def _whole(network: Network, program: Program, **options) -> SimState:
     return kernels.run(network, program, **options)
 
 
-def _start(program: Program, *, n_resources: int, record: int) -> SimState:
-    return kernels.initial_state(program, n_resources, record)
+def _start(program: Program, *, n_resources: int, record: int, packetized: bool = False) -> SimState:
+    return kernels.initial_state(program, n_resources, record, packetized=packetized)
 
 
 def _next(network, program, state: SimState, until, **options) -> SimState:
@@ -204,9 +209,11 @@ def _next(network, program, state: SimState, until, **options) -> SimState:
 
 def _state_tree(network: Network, program: Program, record: int):
     """The pytree structure of the engine's state, without tracing the engine."""
-    n_resources = network.capacity.shape[-1]
+    n_resources, packetized = network.capacity.shape[-1], network.packets is not None
     return jax.tree.structure(
-        jax.eval_shape(lambda p: kernels.initial_state(p, n_resources, record), program)
+        jax.eval_shape(
+            lambda p: kernels.initial_state(p, n_resources, record, packetized=packetized), program
+        )
     )
 
 
@@ -224,6 +231,8 @@ def start_state(compiled: Compiled, record: int) -> SimState:
     """The engine's start state, from a small executable of its own: the slices then need one large one."""
     network, program = compiled.network, compiled.program
     options = {"n_resources": network.capacity.shape[-1], "record": int(record)}
+    if network.packets is not None:
+        options["packetized"] = True
     return executable(_start, (program,), options, lambda: _state_tree(network, program, record))(program)
 
 
@@ -310,12 +319,10 @@ def run_batch(
     if unknown:
         raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
     axes = batch_axes(network, program)
-    leaves = jax.tree.leaves((network, program))
-    sizes = {
-        np.shape(x)[0]
-        for x, ax in zip(leaves, jax.tree.leaves(axes, is_leaf=lambda a: a is None), strict=True)
-        if ax == 0
-    }
+    # the inputs' structure reads the axes (None: a shared leaf, or no packets at all)
+    treedef = jax.tree.structure((network, program))
+    leaves, leaf_axes = treedef.flatten_up_to((network, program)), treedef.flatten_up_to(axes)
+    sizes = {np.shape(x)[0] for x, ax in zip(leaves, leaf_axes, strict=True) if ax == 0}
     if len(sizes) != 1:
         raise ScenarioError(
             f"batch: the batched inputs disagree on the batch size ({sorted(sizes)})"
@@ -334,8 +341,8 @@ def run_batch(
             return x
         return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
 
-    net, prog = jax.tree.map(pad, (network, program), axes, is_leaf=lambda a: a is None)
-    fn, shardings = _batch_function(max_events, keep, loop, tolerance, axes, devices)
+    net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
+    fn, shardings = _batch_function(max_events, keep, loop, tolerance, axes, devices, treedef)
     with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
         args = jax.tree.map(
             lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
@@ -369,6 +376,7 @@ def _batch_function(
     tolerance: float,
     axes: tuple[Network, Program],
     devices: tuple[jax.Device, ...],
+    treedef,
 ):
     """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
     outputs and batching pattern share one compile)."""
@@ -384,7 +392,7 @@ def _batch_function(
         return out
 
     mesh = Mesh(np.array(devices), ("batch",))
-    specs = jax.tree.map(lambda ax: P("batch") if ax == 0 else P(), axes, is_leaf=lambda a: a is None)
+    specs = treedef.unflatten([P("batch") if ax == 0 else P() for ax in treedef.flatten_up_to(axes)])
     # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
     # which the varying-axes check would reject
     mapped = jax.shard_map(

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._checks import identifier, identifiers, quantity, read_text, show, text, to_json, write_atomic
+from ._checks import identifier, identifiers, number, quantity, read_text, show, text, to_json, write_atomic
 from ._errors import ScenarioError
 
 __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"]
@@ -22,13 +22,29 @@ __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"
 @dataclasses.dataclass(frozen=True)
 class Link:
     """A directed link `src -> dst`: bandwidth in bytes/s, latency in s (numbers or strings with units,
-    "25 GB/s", "1 us", converted to SI floats when the link is built)."""
+    "25 GB/s", "1 us", converted to SI floats when the link is built).
+
+    packet_bytes: None (the default) for a fluid link; else the link is packetized: it moves packets of at
+        most this many payload bytes, each with `header_bytes` of header and framing on the wire, so flows
+        share bandwidth x packet / (packet + header), and a flow's first byte waits in the link's queue
+        for the M/G/1 time at the link's utilization (docs/queueing.md), at most the drain time of
+        `buffer_bytes` (None: unbounded). variability: the squared coefficient of variation of the
+        packets' service time (None or 0: all packets alike, M/D/1; 1: exponential, M/M/1).
+    """
 
     id: str
     src: str
     dst: str
     bandwidth: float
     latency: float = 0.0
+    packet_bytes: float | None = None
+    header_bytes: float | None = None
+    buffer_bytes: float | None = None
+    variability: float | None = None
+
+    @property
+    def packetized(self) -> bool:
+        return self.packet_bytes is not None
 
     def __post_init__(self):
         _check_fields(self)
@@ -240,9 +256,20 @@ class Scenario:
         return tuple(seen)
 
 
-#: per class, how each field is checked: an id, ids (a list), a route (ids or None), or a quantity kind
+#: per class, how each field is checked: an id, ids (a list), a route (ids or None), a plain number >= 0,
+#: or a quantity kind ("positive " for > 0)
 _FIELDS: dict[type, dict[str, str]] = {
-    Link: {"id": "id", "src": "id", "dst": "id", "bandwidth": "bandwidth", "latency": "time"},
+    Link: {
+        "id": "id",
+        "src": "id",
+        "dst": "id",
+        "bandwidth": "bandwidth",
+        "latency": "time",
+        "packet_bytes": "positive bytes",
+        "header_bytes": "bytes",
+        "buffer_bytes": "positive bytes",
+        "variability": "number",
+    },
     Flow: {
         "id": "id",
         "src": "id",
@@ -270,15 +297,30 @@ def _checked(cls: type, values: Mapping[str, Any], where: str) -> dict[str, Any]
             out[name] = identifier(value, field)
         elif kind == "ids" or (kind == "route" and value is not None):
             out[name] = identifiers(value, field)
-        elif kind == "route":
+        elif kind == "route" or (value is None and name in _PACKETS):
             out[name] = None
+        elif kind == "number":
+            out[name] = number(value, field)
         else:
-            out[name] = quantity(value, kind, field, positive=kind == "bandwidth")
+            positive = kind.startswith("positive ")
+            kind = kind.removeprefix("positive ")
+            out[name] = quantity(value, kind, field, positive=positive or kind == "bandwidth")
+    if cls is Link and out.get("packet_bytes") is None:
+        extra = [name for name in _PACKETS[1:] if out.get(name) is not None]
+        if extra:
+            raise ScenarioError(
+                f"{where}.{extra[0]}: set only on a packetized link: give packet_bytes too"
+                f" (got {extra[0]}={show(values[extra[0]])} without it)"
+            )
     if cls is Flow and out["src"] == out["dst"]:
         raise ScenarioError(
             f"{where}.dst: same node as src ({out['dst']!r}); a flow crosses at least one link"
         )
     return out
+
+
+#: a link's packet fields, all optional (None: not set); packet_bytes first: the others need it
+_PACKETS = ("packet_bytes", "header_bytes", "buffer_bytes", "variability")
 
 
 def _check_fields(obj: Link | Flow | Task | SharedResource) -> None:

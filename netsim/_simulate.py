@@ -93,7 +93,27 @@ def simulate(
             state = jax.device_get(run_compiled(compiled, bound, bound if record else 0, tolerance))
     wall = time.perf_counter() - t0
     if throw:
-        check_status(int(state.status), int(state.events), bound)
+        check_status(int(state.status), int(state.events), bound, hint=_unbounded_queue(compiled, state))
     if int(state.status) == Status.OK:
         check_result(compiled, state)
     return Result.from_state(compiled, state, wall)
+
+
+def _unbounded_queue(compiled: Compiled, state: kernels.SimState) -> str:
+    """Why a run with packetized links may have stalled: a first byte that waits forever, in the queue of
+    a saturated link whose buffer is unbounded (M/G/1 at utilization 1); '' otherwise."""
+    waiting = (
+        np.isinf(np.asarray(state.first_byte)[compiled.flow_slice])
+        & np.asarray(state.started)[compiled.flow_slice]
+    )
+    if not waiting.any():
+        return ""
+    unbounded = [x.id for x in compiled.scenario.links if x.packetized and x.buffer_bytes is None]
+    if not unbounded:
+        return ""
+    flow = compiled.scenario.flows[int(np.argmax(waiting))].id
+    return (
+        f"flow {flow!r} waits forever for its first byte: a packetized link on its route is saturated"
+        f" and has an unbounded queue (no buffer_bytes: {', '.join(map(repr, unbounded[:4]))}); give"
+        " those links buffer_bytes, the queue depth that bounds the wait"
+    )

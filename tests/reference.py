@@ -34,15 +34,35 @@ def progressive_filling(capacity: np.ndarray, routes: list[list[int]], active: l
     return rate
 
 
+def queue_wait(link: netsim.Link, load: float) -> float:
+    """Mean wait (s) of a packet on a packetized link carrying `load` payload bytes/s: Pollaczek-Khinchine
+    for packets of packet + header bytes on the wire, capped by the buffer's drain time."""
+    wire = link.packet_bytes + (link.header_bytes or 0.0)
+    service = wire / link.bandwidth
+    rho = load / (link.bandwidth * link.packet_bytes / wire)
+    cv2 = link.variability or 0.0
+    wait = rho * service * (1 + cv2) / (2 * (1 - rho)) if rho < 1 else math.inf
+    cap = math.inf if link.buffer_bytes is None else link.buffer_bytes / link.bandwidth
+    return min(wait, cap)
+
+
 def reference_simulate(scenario: netsim.Scenario) -> dict[str, tuple[float, float, float]]:
-    """{id: (start, first_byte, finish)} for every flow and task."""
+    """{id: (start, first_byte, finish)} for every flow and task.
+
+    Packetized links carry packet / (packet + header) of their bandwidth in payload; an item's first byte,
+    when it reaches its route (start + latency), waits `queue_wait` on each packetized link of its route at
+    the load that link carried in the interval just ended, then moves."""
     links = {link.id: i for i, link in enumerate(scenario.links)}
     graph = netsim._routing.LinkGraph(scenario.links)
     devices = sorted({t.device for t in scenario.tasks})
     shared = list(scenario.shared)
-    capacity = (
-        [link.bandwidth for link in scenario.links] + [r.capacity for r in shared] + [1.0] * len(devices)
-    )
+    payload = [
+        link.bandwidth * link.packet_bytes / (link.packet_bytes + (link.header_bytes or 0.0))
+        if link.packet_bytes is not None
+        else link.bandwidth
+        for link in scenario.links
+    ]
+    capacity = payload + [r.capacity for r in shared] + [1.0] * len(devices)
     items, routes, lat, size, release, after = [], [], [], [], [], []
     for f in scenario.flows:
         route = f.route if f.route is not None else graph.shortest_path(f.src, f.dst)
@@ -76,14 +96,27 @@ def reference_simulate(scenario: netsim.Scenario) -> dict[str, tuple[float, floa
     finish = [math.inf] * n
     left = list(size)
     done = [False] * n
+    queued = [False] * n
+    load = np.zeros(len(capacity))  # bytes/s through each resource in the interval that ends at t
     t = 0.0
     while not all(done):
         for i in range(n):
             if start[i] == math.inf and all(done[pos[a]] for a in after[i]) and release[i] <= t:
                 start[i] = max([release[i]] + [finish[pos[a]] for a in after[i]])
                 first[i] = start[i] + lat[i]
+        for i in range(n):
+            if start[i] < math.inf and not done[i] and first[i] <= t and not queued[i]:
+                queued[i] = True
+                hops = [r for r in routes[i] if r < len(scenario.links)]
+                first[i] += sum(
+                    queue_wait(scenario.links[r], load[r]) for r in hops if scenario.links[r].packet_bytes
+                )
         moving = [start[i] < math.inf and not done[i] and first[i] <= t for i in range(n)]
         rate = progressive_filling(np.array(capacity), routes, moving)
+        load = np.zeros(len(capacity))
+        for i in range(n):
+            for r in routes[i]:
+                load[r] += rate[i]
         candidates = []
         for i in range(n):
             if moving[i]:

@@ -3,6 +3,8 @@ releases, dependency DAGs and compute tasks. All share one padded shape, so they
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 import netsim
@@ -38,11 +40,35 @@ def random_shared(rng: np.random.Generator, links: list[netsim.Link]) -> list[ne
     return out
 
 
+def packetize(rng: np.random.Generator, links: list[netsim.Link]) -> list[netsim.Link]:
+    """About half the links packetized: packet and header sizes, finite buffers (a saturated link waits
+    their drain time) and service-time variabilities drawn from a few values."""
+    out = []
+    for link in links:
+        if rng.random() < 0.5:
+            link = dataclasses.replace(
+                link,
+                packet_bytes=float(rng.choice([64.0, 256.0, 4096.0])),
+                header_bytes=float(rng.choice([0.0, 16.0, 26.0])),
+                buffer_bytes=float(rng.choice([2e3, 64e3])),
+                variability=float(rng.choice([0.0, 0.0, 1.0])),
+            )
+        out.append(link)
+    return out
+
+
 def random_scenario(
-    seed: int, n_nodes: int = 8, n_flows: int = 24, n_tasks: int = 8, shared: bool = False
+    seed: int,
+    n_nodes: int = 8,
+    n_flows: int = 24,
+    n_tasks: int = 8,
+    shared: bool = False,
+    packets: bool = False,
 ) -> netsim.Scenario:
     rng = np.random.default_rng(seed)
     links = random_fabric(rng, n_nodes)
+    if packets:
+        links = packetize(np.random.default_rng(seed + 1), links)
     ids = []
     flows, tasks = [], []
     sizes = [0.0, 1e5, 1e6, 1e6, 4e6]  # repeated sizes + zero-byte flows: simultaneous completions

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -202,3 +205,142 @@ def test_scatter_and_matrix_paths_agree(seed):
                 finish[dense][i], want[item.id][2], rtol=1e-9, atol=1e-15, err_msg=item.id
             )
     np.testing.assert_allclose(finish[False], finish[True], rtol=1e-12, atol=1e-15)
+
+
+# --- packetized links: load-dependent latency (docs/queueing.md) --------------------------------------
+C = 100e9  # B/s on the wire
+WIRE = dict(packet_bytes=64.0, header_bytes=16.0)  # payload C x 64 / 80 = 80 GB/s; a packet takes 0.8 ns
+
+
+def _probe_beside(background: float, *, buffer=None, variability=None, probe_start=1e-5):
+    """A 1 kB probe crossing packetized link b beside a 1 MB background flow held to `background` B/s by
+    link a (fluid) before b."""
+    links = [
+        Link("a", "x", "y", background, 1e-6),
+        Link("b", "y", "z", C, 2e-6, **WIRE, buffer_bytes=buffer, variability=variability),
+    ]
+    flows = [Flow("bg", "x", "z", 1e6, route=("a", "b")), Flow("probe", "y", "z", 1e3, start=probe_start)]
+    return netsim.simulate(Scenario(links, flows))
+
+
+@pytest.mark.parametrize("variability", [None, 1.0])
+def test_probe_waits_the_mg1_time_at_the_background_utilization(variability):
+    r = _probe_beside(30e9, variability=variability)
+    rho, service = 30e9 / 80e9, 80 / C  # utilization of the payload capacity; s per packet on the wire
+    wait = rho * service / (2 * (1 - rho)) * (1 + (variability or 0.0))  # M/D/1 (M/M/1: twice)
+    assert wait == pytest.approx(2.4e-10 * (1 + (variability or 0.0)), rel=1e-12)
+    probe = r.flow("probe")
+    np.testing.assert_allclose(probe.first_byte, 1e-5 + 2e-6 + wait, rtol=1e-15)
+    np.testing.assert_allclose(probe.finish, probe.first_byte + 1e3 / 50e9, rtol=1e-14)  # 80 - 30 GB/s left
+    # the background flow reached an idle b: no wait, and link a holds it to 30 GB/s throughout
+    np.testing.assert_allclose(r.flow("bg").first_byte, 3e-6, rtol=1e-15)
+    np.testing.assert_allclose(r.flow("bg").finish, 3e-6 + 1e6 / 30e9, rtol=1e-14)
+
+
+def test_idle_packetized_link_has_the_zero_load_latency():
+    s = Scenario([Link("b", "y", "z", C, 2e-6, **WIRE, buffer_bytes=4096.0)], [Flow("p", "y", "z", 1e3)])
+    p = netsim.simulate(s).flow("p")
+    assert p.first_byte == 2e-6  # nothing queued ahead of it
+    np.testing.assert_allclose(p.finish, 2e-6 + 1e3 / 80e9, rtol=1e-15)  # the payload share of 100 GB/s
+
+
+def test_saturated_link_waits_its_buffer_drain_time():
+    links = [Link("b", "y", "z", C, 2e-6, **WIRE, buffer_bytes=4096.0)]
+    flows = [Flow("bg", "y", "z", 1e6), Flow("probe", "y", "z", 1e3, start=1e-6)]
+    r = netsim.simulate(Scenario(links, flows))
+    np.testing.assert_allclose(r.flow("probe").first_byte, 1e-6 + 2e-6 + 4096 / C, rtol=1e-15)
+    # an unbounded queue at utilization 1 never drains: refused with the cause, not a silent infinity
+    links = [Link("b", "y", "z", C, 2e-6, **WIRE)]
+    with pytest.raises(netsim.SimulationError, match=r"'probe' waits forever.*buffer_bytes"):
+        netsim.simulate(Scenario(links, flows))
+
+
+def test_queueing_derivatives_match_finite_differences():
+    # d(probe first byte, probe finish) / d(every parameter of b and a) in forward mode, the default loop
+    compiled = netsim.compile_scenario(_probe_beside(30e9, buffer=4096.0, variability=0.5).compiled.scenario)
+    net, prog = compiled.network, compiled.program
+    probe = 1
+
+    def f(x):
+        p = net.packets
+        network = kernels.Network(
+            jnp.asarray(net.capacity).at[:2].set(x[0:2]),
+            jnp.asarray(net.latency).at[1].set(x[2]),
+            kernels.Packets(
+                jnp.asarray(p.size).at[1].set(x[3]),
+                jnp.asarray(p.header).at[1].set(x[4]),
+                jnp.asarray(p.buffer),
+                jnp.asarray(p.variability).at[1].set(x[5]),
+            ),
+        )
+        s = kernels.run(network, prog, max_events=compiled.max_events)
+        return jnp.stack([s.first_byte[probe], s.finish[probe]])
+
+    x0 = np.array([30e9, C, 2e-6, 64.0, 16.0, 0.5])
+    with jax.enable_x64(True):
+        jac = np.asarray(jax.jit(jax.jacfwd(f))(x0))
+        fd = np.zeros_like(jac)
+        for k in range(x0.size):
+            h = 1e-6 * x0[k]
+            up, dn = x0.copy(), x0.copy()
+            up[k] += h
+            dn[k] -= h
+            fd[:, k] = (np.asarray(f(up)) - np.asarray(f(dn))) / (2 * h)
+    np.testing.assert_allclose(jac, fd, rtol=1e-5, atol=1e-25)
+    # the wait depends on every queueing parameter: the check is not vacuous
+    assert np.all(jac[0] != 0)
+
+
+@pytest.mark.parametrize("name", ["pp_1f1b.json", "topo_mesh_transpose.json"])
+def test_no_packetized_link_is_the_plain_engine_bit_for_bit(name):
+    # compiled without packets (a static None: the engine of old) and with an all-fluid Packets (the
+    # queueing program, every wait 0): the same bits
+    compiled = netsim.compile_scenario(Scenario.load(f"examples/{name}"))
+    assert compiled.network.packets is None
+    r = compiled.shape.resources
+    fluid = kernels.Packets(np.zeros(r), np.zeros(r), np.full(r, np.inf), np.zeros(r))
+    with jax.enable_x64(True):
+        plain = kernels.run(compiled.network, compiled.program, max_events=compiled.max_events)
+        network = kernels.Network(compiled.network.capacity, compiled.network.latency, fluid)
+        queued = kernels.run(network, compiled.program, max_events=compiled.max_events)
+    for field in ("start", "first_byte", "finish", "resource_bytes", "resource_busy", "held", "time"):
+        assert np.array_equal(getattr(plain, field), getattr(queued, field)), field
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), n_nodes=st.integers(3, 10), n_flows=st.integers(1, 32))
+def test_property_packetized_fabrics_match_reference(seed, n_nodes, n_flows):
+    scenario = random_scenario(seed, n_nodes=n_nodes, n_flows=n_flows, n_tasks=4, packets=True)
+    result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
+    got = times(result)
+    for key, want in reference_simulate(scenario).items():
+        np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-15, err_msg=key)
+
+
+def test_packetized_and_fluid_scenarios_batch_together():
+    packetized = _probe_beside(30e9).compiled.scenario
+    fluid = dataclasses.replace(packetized.links[1], packet_bytes=None, header_bytes=None)
+    plain = dataclasses.replace(packetized, links=(packetized.links[0], fluid))
+    run = netsim.compile_batch([packetized, plain]).run(keep=("finish",))
+    assert run.outputs["finish"][0, 1] != run.outputs["finish"][1, 1]  # the probe waited in one only
+    for i, scenario in enumerate((packetized, plain)):
+        np.testing.assert_array_equal(run.outputs["finish"][i, :2], netsim.simulate(scenario).flow_finish)
+
+
+def test_saturated_wait_derivatives_are_the_drain_times():
+    # first byte = start + latency + buffer / C: d/d buffer = 1 / C, d/d C = -buffer / C^2 (closed forms)
+    links = [Link("b", "y", "z", C, 2e-6, **WIRE, buffer_bytes=4096.0)]
+    flows = [Flow("bg", "y", "z", 1e6), Flow("probe", "y", "z", 1e3, start=1e-6)]
+    compiled = netsim.compile_scenario(Scenario(links, flows))
+    net, prog = compiled.network, compiled.program
+
+    def first_byte(x):
+        p = net.packets
+        packets = kernels.Packets(p.size, p.header, jnp.asarray(p.buffer).at[0].set(x[1]), p.variability)
+        network = kernels.Network(jnp.asarray(net.capacity).at[0].set(x[0]), net.latency, packets)
+        return kernels.run(network, prog, max_events=compiled.max_events).first_byte[1]
+
+    with jax.enable_x64(True):
+        d_capacity, d_buffer = np.asarray(jax.jacfwd(first_byte)(jnp.array([C, 4096.0])))
+    np.testing.assert_allclose(d_buffer, 1 / C, rtol=1e-12)
+    np.testing.assert_allclose(d_capacity, -4096 / C**2, rtol=1e-12)

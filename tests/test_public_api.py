@@ -88,7 +88,10 @@ def test_kernel_names():
         "TIE",
         "maxmin_rates",
         "route_latency",
+        "payload_capacity",  # packetized resources (docs/queueing.md)
+        "first_byte_wait",
         "Network",
+        "Packets",
         "Program",
         "SimState",
         "Allocation",

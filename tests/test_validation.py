@@ -471,3 +471,47 @@ def test_sweep_outputs_are_checked_before_the_plan(tmp_path, capsys):
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err, err
     assert spec.read_text().startswith("{") and sorted(p.name for p in tmp_path.iterdir()) == ["spec.h5"]
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"packet_bytes": 0.0}, r"\.packet_bytes: must be > 0, got 0\.0"),
+        ({"packet_bytes": -64.0}, r"\.packet_bytes: must be >= 0|\.packet_bytes: must be > 0"),
+        ({"packet_bytes": math.nan}, r"\.packet_bytes: must be a finite number"),
+        ({"packet_bytes": math.inf}, r"\.packet_bytes: must be a finite number"),
+        ({"packet_bytes": "abc"}, r"\.packet_bytes"),
+        ({"packet_bytes": 64.0, "header_bytes": -1.0}, r"\.header_bytes: must be >= 0"),
+        ({"packet_bytes": 64.0, "buffer_bytes": 0.0}, r"\.buffer_bytes: must be > 0"),
+        ({"packet_bytes": 64.0, "buffer_bytes": math.nan}, r"\.buffer_bytes: must be a finite number"),
+        ({"packet_bytes": 64.0, "variability": -0.5}, r"\.variability: must be >= 0"),
+        ({"packet_bytes": 64.0, "variability": math.nan}, r"\.variability: must be a finite number"),
+        ({"packet_bytes": 64.0, "variability": "1"}, r"\.variability: must be a finite number"),
+        ({"header_bytes": 16.0}, r"\.header_bytes: set only on a packetized link: give packet_bytes"),
+        ({"buffer_bytes": 4096.0}, r"\.buffer_bytes: set only on a packetized link"),
+    ],
+)
+def test_bad_packet_fields_are_refused_naming_the_field(fields, message):
+    with pytest.raises(ScenarioError, match=message):
+        Link("l", "a", "b", 1e9, **fields)
+    row = {"id": "l", "src": "a", "dst": "b", "bandwidth": 1e9, **fields}  # the JSON path names the row
+    with pytest.raises(ScenarioError, match=r"links\[0\] \(id 'l'\)" + message):
+        Scenario.from_dict({"links": [row], "flows": []})
+
+
+def test_packet_fields_take_units_and_round_trip(tmp_path):
+    row = {"id": "l", "src": "a", "dst": "b", "bandwidth": "100 GB/s", "packet_bytes": "64 B"}
+    row |= {"header_bytes": 16, "buffer_bytes": "4 KiB", "variability": 0.5}
+    s = Scenario.from_dict({"links": [row], "flows": [{"id": "f", "src": "a", "dst": "b", "bytes": 1}]})
+    link = s.links[0]
+    assert (link.packet_bytes, link.header_bytes, link.buffer_bytes, link.variability) == (64, 16, 4096, 0.5)
+    s.save(tmp_path / "s.json")
+    assert Scenario.load(tmp_path / "s.json").links == s.links
+    # a fluid link writes none of them: files of scenarios without packets are unchanged
+    assert set(Scenario([Link("l", "a", "b", 1e9)]).to_dict()["links"][0]) == {
+        "id",
+        "src",
+        "dst",
+        "bandwidth",
+        "latency",
+    }

@@ -404,6 +404,16 @@ class _Runner:
         }
         for f in ("route", "release", "overhead", "after"):
             self.batched[f] = varies(lambda h, f=f: getattr(h.program, f))
+
+        def same_packets(h: Compiled) -> bool:  # None and None, or equal arrays
+            mine, theirs = jax.tree.leaves(h.network.packets), jax.tree.leaves(t.network.packets)
+            return len(mine) == len(theirs) and all(map(np.array_equal, mine, theirs))
+
+        if not all(same_packets(h) for h in built):
+            raise ScenarioError(
+                "sweep: points differ in which links are packetized or in their packet parameters"
+                " (packet_bytes, header_bytes, buffer_bytes, variability): a sweep shares one set"
+            )
         if not any(self.batched.values()):  # every point is the same scenario: still one row per point
             self.batched["capacity"] = True
         self.keep = (
@@ -453,7 +463,7 @@ class _Runner:
                 sub = target[sel]
                 a.apply(sub, plan.cols[name, int(k)], per_point[sel], plan.follow[name, int(k)])
                 target[sel] = sub
-        network = Network(leaves["capacity"], leaves["latency"])
+        network = Network(leaves["capacity"], leaves["latency"], t.network.packets)
         program = Program(*(leaves[f] for f in ("route", "size", "release", "overhead", "after")))
         return network, program, built
 

@@ -43,7 +43,7 @@ class Part:
 
     def global_links(self) -> list[Link]:
         return [
-            Link(self.link[x.id], self.node[x.src], self.node[x.dst], x.bandwidth, x.latency)
+            dataclasses.replace(x, id=self.link[x.id], src=self.node[x.src], dst=self.node[x.dst])
             for x in self.topo.links
         ]
 

@@ -1,10 +1,13 @@
 """Chiplet meshes and tori: link counts, XY hop counts, bisection, presets, failures, argument checks."""
 
+import dataclasses
 import itertools
 
+import numpy as np
 import pytest
 from topo_helpers import assert_valid_routes, node_path
 
+import netsim
 from netsim import ScenarioError
 from netsim.topology import (
     bisection_bandwidth,
@@ -13,6 +16,7 @@ from netsim.topology import (
     mi250x,
     mi250x_node,
     mi300x,
+    min_cut,
     preset,
 )
 
@@ -92,7 +96,7 @@ def test_mi300x_shape_and_cited_figures():
         len(topo.nodes_of("xcd")) == 8 and len(topo.nodes_of("iod")) == 4 and len(topo.nodes_of("hbm")) == 8
     )
     assert topo.gpus() == tuple(f"xcd{i}" for i in range(8))
-    assert len(topo.links) == 2 * (4 + 8 + 8 + 1)  # 2x2 IOD mesh, XCDs, HBM stacks, host port
+    assert len(topo.links) == 2 * (4 + 8 + 8 + 4)  # 2x2 IOD mesh, XCDs, HBM stacks, host port to each IOD
     assert topo.route("xcd0", "hbm1") == ("xcd0->iod0", "iod0->hbm1")  # local stack: no IO-die crossing
     assert len(topo.route("xcd0", "hbm7")) == 4  # diagonal IO die: two mesh hops
     assert topo.link["iod0->hbm0"].bandwidth == 662.5e9  # 5.3 TB/s / 8
@@ -148,3 +152,69 @@ def test_mesh_argument_errors(kwargs, message):
 def test_unit_strings_are_accepted():
     topo = chiplet_mesh(1, 2, hbm="none", d2d_bandwidth="400 Gbps", d2d_latency="20 ns")
     assert topo.link["xcd0->xcd1"].bandwidth == 50e9 and topo.link["xcd0->xcd1"].latency == 20e-9
+
+
+def test_bisection_is_the_least_balanced_cut():
+    # a 2 x 8 mesh: cutting its middle column crosses 2 links, its rows 8 (the first-half split's answer)
+    mesh = chiplet_mesh(2, 8, d2d_bandwidth=BW)
+    assert bisection_bandwidth(mesh) == 2 * BW
+    assert bisection_bandwidth(mesh, half=mesh.gpus()[:8]) == 8 * BW
+    # a ring of 8 (a 1 x 8 torus): any balanced split cuts it twice
+    assert bisection_bandwidth(chiplet_torus(1, 8, hbm="none", d2d_bandwidth=BW)) == 2 * BW
+    # a 3 x 3 mesh, 4 against 5 workers: no balanced split crosses fewer than 4 links
+    assert bisection_bandwidth(chiplet_mesh(3, 3, hbm="none", d2d_bandwidth=BW)) == 4 * BW
+
+
+def _reweighted(topo, seed: int, symmetric: bool):
+    rng = np.random.default_rng(seed)
+    bws = {}
+    links = []
+    for x in topo.links:
+        key = tuple(sorted((x.src, x.dst))) if symmetric else (x.src, x.dst)
+        bws.setdefault(key, float(rng.choice([1.0, 2.0, 3.0, 5.0])) * BW)
+        links.append(dataclasses.replace(x, bandwidth=bws[key]))
+    return dataclasses.replace(topo, links=tuple(links))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bisection_matches_brute_force_on_small_fabrics(seed):
+    # branch and bound against every balanced split's max-flow, both ways (min_cut: an independent count)
+    for base in (
+        chiplet_mesh(2, 4, hbm="none"),
+        chiplet_mesh(3, 3, hbm="edges"),
+        chiplet_torus(1, 7, hbm="none"),
+    ):
+        for symmetric in (True, False):
+            topo = _reweighted(base, seed, symmetric)
+            workers = topo.gpus()
+            brute = min(
+                min(min_cut(topo, a, b)[0], min_cut(topo, b, a)[0])
+                for a in itertools.combinations(workers, len(workers) // 2)
+                for b in [[w for w in workers if w not in a]]
+            )
+            assert bisection_bandwidth(topo) == pytest.approx(brute, rel=1e-12)
+
+
+def test_mi300x_small_read_queues_behind_background_load():
+    # a 64 B read from hbm1 by xcd0 (the data's way): HBM link 100 ns + XCD link 5 ns when idle;
+    # behind a bulk read of the same stack by xcd1 (which saturates hbm1 -> iod0) it also waits that
+    # link's 4 KiB buffer drain time, 4096 / 662.5 GB/s
+    topo = mi300x()
+    probe = netsim.Flow("probe", "hbm1", "xcd0", 64.0, start=1e-6)
+    bulk = netsim.Flow("bulk", "hbm1", "xcd1", 64e6)
+    idle = netsim.simulate(topo.scenario([probe])).flow("probe")
+    loaded = netsim.simulate(topo.scenario([bulk, probe])).flow("probe")
+    assert idle.first_byte == pytest.approx(1e-6 + 105e-9, rel=1e-12)
+    assert loaded.first_byte - idle.first_byte == pytest.approx(4096 / 662.5e9, rel=1e-9)
+    # the host port enters at the destination's own IO die
+    assert topo.route("host", "xcd5") == ("host->iod2", "iod2->xcd5")
+    # the package before latencies and packets
+    plain = mi300x(latency_d2d=0.0, packets=False)
+    assert all(x.latency == 0.0 and x.packet_bytes is None for x in plain.links)
+
+
+def test_chiplet_mesh_packets_on_request():
+    assert all(x.packet_bytes is None for x in chiplet_mesh(2, 2).links)
+    topo = chiplet_mesh(2, 2, io_dies=1, host_bandwidth="64 GB/s", packets=True)
+    assert {x.packet_bytes for x in topo.links if "host" not in x.id} == {64.0}
+    assert {x.packet_bytes for x in topo.links if "host" in x.id} == {None}
