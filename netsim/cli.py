@@ -163,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "netsim._presets_cli",
         "netsim._workload_cli",
         "netsim._jobs_cli",
+        "netsim._latency_cli",
     ):
         try:
             importlib.import_module(module).register(sub)

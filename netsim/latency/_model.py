@@ -123,15 +123,16 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         load[i, : x.load.size] = x.load
         contend[i, : x.load.size] = x.contention
         diverge[i, : x.load.size] = x.divergence
-    stacked = jax.tree.map(lambda *a: jnp.stack([jnp.asarray(x, dtype=jnp.float64) for x in a]), *routers)
+    # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
+    stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
     return _batched()(
-        jnp.broadcast_to(jnp.asarray(rates), (len(loads), rates.size)),
-        jnp.asarray(load),
-        jnp.asarray(contend),
-        jnp.asarray(diverge),
-        jnp.asarray([float(x.nodes) for x in loads]),
-        jnp.asarray([x.hops for x in loads]),
-        jnp.asarray(np.asarray(flits, dtype=float)),
-        jnp.asarray([np.nan if x.link is None else x.link for x in loads]),
+        np.broadcast_to(rates, (len(loads), rates.size)),
+        load,
+        contend,
+        diverge,
+        np.array([float(x.nodes) for x in loads]),
+        np.array([x.hops for x in loads]),
+        np.asarray(flits, dtype=float),
+        np.array([np.nan if x.link is None else x.link for x in loads]),
         stacked,
     )

@@ -18,7 +18,7 @@ import json
 import math
 from importlib import resources
 
-import jax.numpy as jnp
+import numpy as np
 
 from .._errors import ScenarioError
 from ..kernels.latency import Router
@@ -34,8 +34,9 @@ class RouterPreset:
     pipeline: float  # cycles per router a head flit spends (routing + VC allocation + switch allocation + traversal)
     link: float  # cycles per router-to-router channel
     base: float  # cycles outside the hops: injection and ejection channels, the source router, the source queue's cycle
-    blocking: float  # fitted: channel cycles lost to head-of-line blocking per unit divergence
+    blocking: float  # fitted: share of a channel lost to head-of-line blocking per unit divergence, x VCs
     overhead: float  # fitted: channel cycles lost per packet (allocation)
+    wormhole: float  # fitted: channel cycles held per flit of a packet beyond the next VC buffer
     variability: float  # fitted: squared coefficient of variation of a channel's holding time
     num_vcs: int
     vc_buf_size: int  # flits per VC buffer
@@ -46,13 +47,16 @@ class RouterPreset:
 
     def router(self) -> Router:
         """The kernel's parameters."""
-        f = lambda x: jnp.asarray(float(x), dtype=jnp.float64)
+        f = lambda x: np.asarray(float(x), dtype=np.float64)  # host arrays: the caller's jit takes them in
         return Router(
             pipeline=f(self.pipeline),
             link=f(self.link),
             base=f(self.base),
             blocking=f(self.blocking),
+            vcs=f(self.num_vcs),
             overhead=f(self.overhead),
+            buffer=f(self.vc_buf_size),
+            wormhole=f(self.wormhole),
             variability=f(self.variability),
             limit=f(self.limit),
         )
@@ -76,6 +80,7 @@ def booksim(vcs: int | None = None, buffer: int | None = None) -> RouterPreset:
         base=fit["base"],
         blocking=fit["blocking"],
         overhead=fit["overhead"],
+        wormhole=fit["wormhole"],
         variability=fit["variability"],
         num_vcs=vcs or 8,
         vc_buf_size=buffer or 8,

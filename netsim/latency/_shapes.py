@@ -73,7 +73,9 @@ class Cube:
         src, dst = np.nonzero(traffic)
         w = traffic[src, dst]
         port = np.full(src.shape, 2 * n)  # arrived from the injection port
-        inputs = np.zeros((self.channels + self.nodes, 2 * n + 1))
+        ports = 2 * n + 1
+        size = (self.channels + self.nodes) * ports
+        inputs = np.zeros(size)
         for dim in range(n):
             sx, dx = (src // k**dim) % k, (dst // k**dim) % k
             ahead = (dx - sx) % k
@@ -100,9 +102,11 @@ class Cube:
                 on = step < steps
                 x = (sx + np.where(minus, -step, step)) % k
                 channel = ((base + x * k**dim) * n + dim) * 2 + direction
-                np.add.at(inputs, (channel[on], np.where(step == 0, port, 2 * dim + direction)[on]), w[on])
+                entry = channel * ports + np.where(step == 0, port, 2 * dim + direction)
+                inputs += np.bincount(entry[on], w[on], minlength=size)
             port = np.where(steps > 0, 2 * dim + direction, port)
-        np.add.at(inputs, (self.channels + dst, port), w)
+        inputs += np.bincount((self.channels + dst) * ports + port, w, minlength=size)
+        inputs = inputs.reshape(-1, ports)
         return inputs.sum(axis=1), inputs
 
     def mean_hops(self, traffic: np.ndarray) -> float:
