@@ -27,26 +27,27 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .queueing import mg1_wait, queueing_delay
 
 
 class Router(eqx.Module):
-    """A router and its channels, in cycles (one flit per cycle per channel)."""
+    """A router and its channels, in cycles (one flit per cycle per channel); fields are 0-d arrays (NumPy
+    on the host, so that a batch of them stacks without JAX ops)."""
 
-    pipeline: Float[Array, ""]  # cycles a head flit spends in each router it crosses
-    link: Float[Array, ""]  # cycles on each router-to-router channel
-    base: Float[Array, ""]  # cycles outside the hops: injection, ejection and the first router
-    blocking: Float[
-        Array, ""
-    ]  # head-of-line blocking: share of a channel lost per unit divergence, times vcs
-    vcs: Float[Array, ""]  # virtual channels per channel (BookSim's num_vcs)
-    overhead: Float[Array, ""]  # cycles a channel loses per packet (allocation), on top of its flits
-    buffer: Float[Array, ""]  # flits one virtual channel's buffer holds
-    wormhole: Float[Array, ""]  # cycles a channel is held per flit that did not fit the next buffer
-    variability: Float[Array, ""]  # squared coefficient of variation of a channel's holding time
-    limit: Float[Array, ""]  # most cycles a packet waits at one channel (buffer drain time; inf: unbounded)
+    pipeline: Float[ArrayLike, ""]  # cycles a head flit spends in each router it crosses
+    link: Float[ArrayLike, ""]  # cycles on each router-to-router channel
+    base: Float[ArrayLike, ""]  # cycles outside the hops: injection, ejection and the first router
+    blocking: Float[ArrayLike, ""]  # head-of-line loss of a channel per unit divergence, times vcs
+    vcs: Float[ArrayLike, ""]  # virtual channels per channel (BookSim's num_vcs)
+    overhead: Float[ArrayLike, ""]  # cycles a channel loses per packet (allocation), on top of its flits
+    buffer: Float[ArrayLike, ""]  # flits one virtual channel's buffer holds
+    wormhole: Float[ArrayLike, ""]  # cycles a channel is held per flit that did not fit the next buffer
+    variability: Float[ArrayLike, ""]  # squared coefficient of variation of a channel's holding time
+    limit: Float[
+        ArrayLike, ""
+    ]  # most cycles a packet waits at one channel (buffer drain time; inf: unbounded)
 
 
 class Curve(eqx.Module):
@@ -120,12 +121,15 @@ def load_latency(
     """
     holding = holding_time(router, service)
     efficiency = channel_efficiency(router, divergence)
-    rho = rate[:, None] * load[None, :] * holding / efficiency
-    wait = queueing_delay(rho, holding * contention, router.variability, router.limit)
+    rho = rate[:, None] * (load * holding / efficiency)[None, :]
+    full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
+    wait = queueing_delay(
+        rho, full((holding * contention)[None, :]), full(router.variability), full(router.limit)
+    )
     used = (load > 0)[None, :]  # idle channels (padding) may wait inf: keep 0 * inf out of the sum
     network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
-    source = mg1_wait(rate * flits, flits - 1, 0.0)
+    source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
     saturation = saturation_rate(router, load, service, divergence, flits)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
