@@ -23,5 +23,6 @@ from ._presets import link_preset as link_preset
 from ._presets import router_preset as router_preset
 from ._shapes import Cube as Cube
 from ._shapes import parse_shape as parse_shape
+from ._topology import topology_load as topology_load
 from ._traffic import PATTERNS as PATTERNS
 from ._traffic import traffic_matrix as traffic_matrix

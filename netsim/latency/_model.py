@@ -34,9 +34,10 @@ class Load:
     nodes: int
     hops: float  # router-to-router channels per packet, averaged
     channel_names: tuple[str, ...]
-    link: float | None = (
-        None  # cycles per router-to-router channel when the shape fixes it (else the router's)
-    )
+    #: cycles per router-to-router channel when the shape fixes it (None: the router's)
+    link: float | None = None
+    #: time a packet holds each channel, when not its flits (links of unequal speed)
+    service: np.ndarray | None = None
 
 
 def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
@@ -63,10 +64,14 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     )
 
 
-def port_mix(load: np.ndarray, inputs: np.ndarray, router: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def port_mix(
+    load: np.ndarray, inputs: np.ndarray, router: np.ndarray, random_port: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(contention, divergence) of each channel from inputs[c, p], the load entering channel c's router
     (router[c]) by port p: contention 1 - sum_p share_p**2, divergence sum_p share_p * (1 - the part of port
-    p's packets at that router that leave by c). Idle channels get 0."""
+    p's packets at that router that leave by c). Idle channels get 0. random_port: a port whose packets
+    arrive at random (a node serving many requesters, not smoothed by a channel before): its packets
+    contend with each other too, so its share leaves the sum of squares."""
     safe = np.where(load > 0, load, 1.0)[:, None]
     share = np.where(load[:, None] > 0, inputs / safe, 0.0)
     port_total = np.zeros((router.max() + 1, inputs.shape[1]))
@@ -74,7 +79,8 @@ def port_mix(load: np.ndarray, inputs: np.ndarray, router: np.ndarray) -> tuple[
     through = port_total[router]
     stay = np.where(through > 0, inputs / np.where(through > 0, through, 1.0), 0.0)
     used = load > 0
-    return np.where(used, 1 - (share**2).sum(axis=1), 0.0), np.where(
+    smooth = share if random_port is None else np.delete(share, random_port, axis=1)
+    return np.where(used, 1 - (smooth**2).sum(axis=1), 0.0), np.where(
         used, (share * (1 - stay)).sum(axis=1), 0.0
     )
 
@@ -93,11 +99,10 @@ def check_rates(rates) -> np.ndarray:
     return r
 
 
-def _one(rate, load, contention, divergence, nodes, hops, flits, link, router):
+def _one(rate, load, service, contention, divergence, nodes, hops, flits, link, router):
     router = eqx.tree_at(lambda r: r.link, router, jnp.where(jnp.isnan(link), router.link, link))
-    return load_latency(
-        rate, load, flits * jnp.ones_like(load), contention, divergence, nodes, hops, flits, router
-    )
+    service = jnp.where(jnp.isnan(service), flits, service)
+    return load_latency(rate, load, service, contention, divergence, nodes, hops, flits, router)
 
 
 @functools.cache
@@ -119,8 +124,11 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     rates = check_rates(rates)
     width = max(x.load.size for x in loads)
     load, contend, diverge = (np.zeros((len(loads), width)) for _ in range(3))
+    service = np.full((len(loads), width), np.nan)  # nan: the packet's flits
     for i, x in enumerate(loads):
         load[i, : x.load.size] = x.load
+        if x.service is not None:
+            service[i, : x.load.size] = x.service
         contend[i, : x.load.size] = x.contention
         diverge[i, : x.load.size] = x.divergence
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
@@ -128,6 +136,7 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     return _batched()(
         np.broadcast_to(rates, (len(loads), rates.size)),
         load,
+        service,
         contend,
         diverge,
         np.array([float(x.nodes) for x in loads]),
