@@ -3,9 +3,10 @@ against offered load (the curve BookSim2 draws), in closed form.
 
 Each node injects `rate` packets per cycle, each `flits` flits long. Channel c carries rate * load[c] packets
 per cycle (load: packets per cycle per unit rate, from routes x traffic matrix) and holds each packet for
-holding = service[c] + overhead + wormhole * max(service[c] - buffer, 0) cycles (a packet longer than
-a VC buffer stays strung over channels while its head waits), of which a share
-efficiency = 1 - blocking * divergence[c] / vcs is usable under load (head-of-line blocking at the
+holding = service[c] * max(1, round trip / buffer) + overhead + wormhole * max(service[c] - buffer, 0)
+cycles (a credit loop longer than a VC buffer throttles a packet's stream; a packet longer than a buffer
+stays strung over channels while its head waits), of which a share
+efficiency = 1 / (1 + blocking * divergence[c] / vcs) is usable under load (head-of-line blocking at the
 router's inputs takes the rest, less with more virtual channels to pass a blocked packet), so its utilization is
 rho = rate * load * holding / efficiency. A packet's
 latency, creation to tail ejection, is
@@ -43,6 +44,7 @@ class Router(eqx.Module):
     vcs: Float[ArrayLike, ""]  # virtual channels per channel (BookSim's num_vcs)
     overhead: Float[ArrayLike, ""]  # cycles a channel loses per packet (allocation), on top of its flits
     buffer: Float[ArrayLike, ""]  # flits one virtual channel's buffer holds
+    credit: Float[ArrayLike, ""]  # cycles a credit takes back upstream (BookSim's credit_delay)
     wormhole: Float[ArrayLike, ""]  # cycles a channel is held per flit that did not fit the next buffer
     variability: Float[ArrayLike, ""]  # squared coefficient of variation of a channel's holding time
     limit: Float[
@@ -67,27 +69,38 @@ def zero_load_latency(router: Router, hops: Float[Array, ""], flits: Float[Array
     return router.base + hops * (router.pipeline + router.link) + (flits - 1)
 
 
-def holding_time(router: Router, service: Float[Array, " C"]) -> Float[Array, " C"]:
-    """Cycles a packet holds a channel: its flits, the per-packet overhead, and, for a packet longer than
-    the next router's buffer, the time its tail waits behind a head stalled further on (wormhole)."""
-    return service + router.overhead + router.wormhole * jnp.maximum(service - router.buffer, 0.0)
+def holding_time(
+    router: Router, service: Float[Array, " C"], contention: Float[Array, " C"]
+) -> Float[Array, " C"]:
+    """Cycles a packet holds a channel: its flits, slowed to buffer / round trip flits per cycle when the
+    credit loop (flit over, through the next router, credit back) is longer than a VC's buffer; the
+    per-packet overhead; and, for a packet longer than the buffer, the time its tail waits behind a head
+    stalled further on (wormhole), which happens where packets from different ports meet (contention)."""
+    # flit over the link, allocated and sent on (the pipeline less its traversal cycle), credit back
+    round_trip = 2 * router.link + (router.pipeline - 1) + router.credit
+    streamed = service * jnp.maximum(1.0, round_trip / router.buffer)
+    strung = jnp.maximum(service - router.buffer, 0.0) * contention
+    return streamed + router.overhead + router.wormhole * strung
 
 
 def channel_efficiency(router: Router, divergence: Float[Array, " C"]) -> Float[Array, " C"]:
     """Usable share of each channel's cycles under load: what head-of-line blocking leaves. A packet blocked
     at an input holds one of its virtual channels; the others pass it, so the loss falls as 1 / vcs."""
-    return jnp.maximum(1 - router.blocking * divergence / router.vcs, 0.05)
+    return 1 / (1 + router.blocking * divergence / router.vcs)
 
 
 def saturation_rate(
     router: Router,
     load: Float[Array, " C"],
     service: Float[Array, " C"],
+    contention: Float[Array, " C"],
     divergence: Float[Array, " C"],
     flits: Float[Array, ""],
 ) -> Float[Array, ""]:
     """Packets per node per cycle at which the busiest channel, or the injection channel, is full."""
-    busiest = jnp.max(load * holding_time(router, service) / channel_efficiency(router, divergence))
+    busiest = jnp.max(
+        load * holding_time(router, service, contention) / channel_efficiency(router, divergence)
+    )
     return jnp.minimum(1 / busiest, 1 / flits)
 
 
@@ -119,7 +132,7 @@ def load_latency(
         flits: flits per packet (its serialization behind the head, and its time on the injection channel).
         router: pipeline, channel and fitted queueing coefficients.
     """
-    holding = holding_time(router, service)
+    holding = holding_time(router, service, contention)
     efficiency = channel_efficiency(router, divergence)
     rho = rate[:, None] * (load * holding / efficiency)[None, :]
     full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
@@ -130,7 +143,7 @@ def load_latency(
     network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
     source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
-    saturation = saturation_rate(router, load, service, divergence, flits)
+    saturation = saturation_rate(router, load, service, contention, divergence, flits)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     return Curve(

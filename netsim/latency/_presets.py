@@ -56,6 +56,7 @@ class RouterPreset:
             vcs=f(self.num_vcs),
             overhead=f(self.overhead),
             buffer=f(self.vc_buf_size),
+            credit=f(self.credit_delay),
             wormhole=f(self.wormhole),
             variability=f(self.variability),
             limit=f(self.limit),

@@ -16,6 +16,7 @@ def _router(**kw):
         vcs=8.0,
         overhead=0.0,
         buffer=8.0,
+        credit=2.0,
         wormhole=0.0,
         variability=0.0,
         limit=np.inf,
@@ -83,7 +84,7 @@ def test_derivatives_match_finite_differences():
     def mean_latency(p):
         r = _router(base=p[0], blocking=p[1], overhead=p[2], wormhole=p[3], variability=p[4], buffer=2.0)
         out = load_latency(
-            jnp.asarray([0.02, 0.05]),
+            jnp.asarray([0.005, 0.012]),
             load * p[5],
             4 * jnp.ones(4),
             share,
