@@ -3,12 +3,17 @@ against offered load (the curve BookSim2 draws), in closed form.
 
 Each node injects `rate` packets per cycle, each `flits` flits long. Channel c carries rate * load[c] packets
 per cycle (load: packets per cycle per unit rate, from routes x traffic matrix) and holds each packet for
-holding = service[c] * max(1, round trip / buffer) + overhead + wormhole * max(service[c] - buffer, 0)
-cycles (a credit loop longer than a VC buffer throttles a packet's stream; a packet longer than a buffer
-stays strung over channels while its head waits), of which a share
-efficiency = 1 / (1 + blocking * divergence[c] / vcs) is usable under load (head-of-line blocking at the
-router's inputs takes the rest, less with more virtual channels to pass a blocked packet), so its utilization is
-rho = rate * load * holding / efficiency. A packet's
+
+    holding = service[c] * max(1, round trip / buffer) + overhead
+              + wormhole * max(service[c] - buffer, 0) * contention[c]
+
+cycles: a credit loop longer than a VC buffer throttles a packet's stream, and a packet longer than a buffer
+stays strung over channels while its head waits where ports contend. Of a channel's cycles a share
+
+    efficiency = 1 / (1 + blocking * divergence[c] / vcs)
+
+is usable under load (head-of-line blocking at the router's inputs takes the rest, less with more virtual
+channels to pass a blocked packet), so its utilization is rho = rate * load * holding / efficiency. A packet's
 latency, creation to tail ejection, is
 
     zero-load: base + hops * (pipeline + link) + (flits - 1)   (head through the routers, tail behind it)
