@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from netsim.kernels.latency import Router, load_latency
 
+_latency = jax.jit(load_latency)  # one compile per shape, not eager op by op
+
 
 def _router(**kw):
     values = dict(
@@ -29,7 +31,7 @@ def _one_queue(rate, flits, router):
     # one node sending to itself through one channel (its ejection channel): hops 0, load 1, every pair of
     # packets from different ports (contention 1) -> a plain M/G/1 queue behind the Geo/D/1 source queue
     one = jnp.ones(1)
-    return load_latency(
+    return _latency(
         jnp.asarray(rate),
         one,
         flits * one,
@@ -61,7 +63,7 @@ def test_wait_is_bounded_by_the_buffer_and_cross_port_share():
     r = _router(limit=5.0)
     out = _one_queue(np.array([0.99 / 4]), 4.0, r)
     assert out.wait[0, 0] == 5.0
-    half = load_latency(
+    half = _latency(
         jnp.asarray([0.1]),
         jnp.ones(1),
         4 * jnp.ones(1),
@@ -83,7 +85,7 @@ def test_derivatives_match_finite_differences():
 
     def mean_latency(p):
         r = _router(base=p[0], blocking=p[1], overhead=p[2], wormhole=p[3], variability=p[4], buffer=2.0)
-        out = load_latency(
+        out = _latency(
             jnp.asarray([0.005, 0.012]),
             load * p[5],
             4 * jnp.ones(4),
