@@ -4,11 +4,12 @@ against offered load (the curve BookSim2 draws), in closed form.
 Each node injects `rate` packets per cycle, each `flits` flits long. Channel c carries rate * load[c] packets
 per cycle (load: packets per cycle per unit rate, from routes x traffic matrix) and holds each packet for
 
-    holding = service[c] * max(1, round trip / buffer) + overhead
-              + wormhole * max(service[c] - buffer, 0) * contention[c]
+    holding = service[c] * max(1, round trip / buffer)
+              + (overhead + wormhole * max(service[c] - buffer, 0)) * contention[c]
 
-cycles: a credit loop longer than a VC buffer throttles a packet's stream, and a packet longer than a buffer
-stays strung over channels while its head waits where ports contend. Of a channel's cycles a share
+cycles: a credit loop longer than a VC buffer throttles a packet's stream; where packets from different
+ports compete, allocation loses `overhead` cycles per packet and a packet longer than a buffer stays strung
+over channels while its head waits. Of a channel's cycles a share
 
     efficiency = 1 / (1 + blocking * divergence[c] / vcs)
 
@@ -79,13 +80,13 @@ def holding_time(
 ) -> Float[Array, " C"]:
     """Cycles a packet holds a channel: its flits, slowed to buffer / round trip flits per cycle when the
     credit loop (flit over, through the next router, credit back) is longer than a VC's buffer; the
-    per-packet overhead; and, for a packet longer than the buffer, the time its tail waits behind a head
-    stalled further on (wormhole), which happens where packets from different ports meet (contention)."""
+    per-packet allocation overhead and, for a packet longer than the buffer, the time its tail waits behind
+    a head stalled further on (wormhole): both only where packets from different ports meet (contention)."""
     # flit over the link, allocated and sent on (the pipeline less its traversal cycle), credit back
     round_trip = 2 * router.link + (router.pipeline - 1) + router.credit
     streamed = service * jnp.maximum(1.0, round_trip / router.buffer)
-    strung = jnp.maximum(service - router.buffer, 0.0) * contention
-    return streamed + router.overhead + router.wormhole * strung
+    strung = jnp.maximum(service - router.buffer, 0.0)
+    return streamed + (router.overhead + router.wormhole * strung) * contention
 
 
 def channel_efficiency(router: Router, divergence: Float[Array, " C"]) -> Float[Array, " C"]:
