@@ -139,3 +139,20 @@ def test_cli_table_and_json(tmp_path, capsys):
     assert doc["points"][0]["latency"] > 0 and doc["points"][0]["accepted"] == 0.01
     assert cli.main(["latency", "--traffic", "transpose", "--topology", "mesh:2x2x2", "--rates", "0.1"]) == 2
     assert "even power of two" in capsys.readouterr().err
+
+
+def test_topology_load_on_a_netsim_topology():
+    from netsim.topology import mi300x
+
+    topo = mi300x()
+    path = topo.route("xcd0", "hbm7")  # xcd0 -> iod0 -> iod1 -> iod3 -> hbm7
+    one = nl.topology_load(topo, {("xcd0", "hbm7"): 1.0})
+    by_link = dict(zip(one.channel_names, one.load, strict=True))
+    assert [by_link[lid] for lid in path] == [1.0] * 4 and one.load.sum() == 4 and one.hops == 4
+    # xcd0's injected packets arrive at random (contention 1); further on they follow one port (0)
+    contend = dict(zip(one.channel_names, one.contention, strict=True))
+    assert contend[path[0]] == 1.0 and contend[path[1]] == 0.0
+    # at iod1 -> iod3 packets from xcd0 (port iod0->iod1) and xcd2 (port xcd2->iod1) meet, half each
+    two = nl.topology_load(topo, {("xcd0", "hbm7"): 1.0, ("xcd2", "hbm7"): 1.0})
+    contend = dict(zip(two.channel_names, two.contention, strict=True))
+    assert contend["iod1->iod3"] == pytest.approx(1 - 2 * 0.5**2)
