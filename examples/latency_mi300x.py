@@ -38,7 +38,9 @@ def main() -> None:
     bandwidth = np.array([topo.link[lid].bandwidth for lid in load.channel_names])
     service_ns = unit / bandwidth * 1e9
     load = dataclasses_replace(load, service=service_ns)
-    router = nl.RouterPreset("ideal-ns", PIPE_NS, HOP_NS, 0.0, 0.0, 0.0, 0.0, 0.0, 8, 8, 0).router()
+    # time unit ns; no fitted losses (an output-queued ideal); buffers in packets, from the link preset
+    buffer = nl.link_preset("infinity-fabric-d2d")["buffer_bytes"] // unit
+    router = nl.RouterPreset("ideal-ns", PIPE_NS, HOP_NS, 0.0, 0.0, 0.0, 0.0, 0.0, 8, buffer, 0).router()
     # rate: reads per ns per XCD; the busiest link fixes the saturation
     busiest = np.max(load.load * service_ns)
     rates = np.concatenate([np.linspace(0.02, 0.9, 12), 1 - np.geomspace(0.08, 0.004, 10)]) / busiest
