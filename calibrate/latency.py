@@ -219,6 +219,8 @@ def table(rows_fit: list[dict], rows_base: list[dict], train: tuple[str, ...]) -
     """Markdown: per curve the fitted model's errors beside the baseline's, in-sample curves first."""
 
     def cell(r):
+        if not np.isfinite(r["max"]):  # the model saturates before a scored point
+            return f"saturates early / {r['saturation']:+.1f}"
         return f"{r['mean']:.1f} / {r['max']:.1f} / {r['saturation']:+.1f}"
 
     lines = [
@@ -235,10 +237,16 @@ def table(rows_fit: list[dict], rows_base: list[dict], train: tuple[str, ...]) -
     for kind, pick in (("in-sample", True), ("held-out", False)):
         sel = [i for i in range(len(rows_fit)) if (rows_fit[i]["name"] in train) == pick]
         if sel:
-            agg = lambda rows, sel=sel: (
-                f"{np.mean([rows[i]['mean'] for i in sel]):.1f} / {max(rows[i]['max'] for i in sel):.1f} / "
-                f"{max(abs(rows[i]['saturation']) for i in sel):.1f}"
-            )
+
+            def agg(rows, sel=sel):
+                done = [i for i in sel if np.isfinite(rows[i]["max"])]
+                early = len(sel) - len(done)
+                return (
+                    f"{np.mean([rows[i]['mean'] for i in done]):.1f} / {max(rows[i]['max'] for i in done):.1f} / "
+                    f"{max(abs(rows[i]['saturation']) for i in sel):.1f}"
+                    + (f" ({early} saturating early left out of the latency figures)" if early else "")
+                )
+
             lines.append(f"| **all {kind}** | | | {agg(rows_fit)} | {agg(rows_base)} |")
     return "\n".join(lines)
 
