@@ -69,7 +69,7 @@ def _fitted() -> dict:
 
 def booksim(vcs: int | None = None, buffer: int | None = None) -> RouterPreset:
     """BookSim2's mesh88_lat router with the fitted queueing coefficients; `vcs`/`buffer` (flits per VC) as
-    BookSim's num_vcs / vc_buf_size (checked: the fit holds for the 8 x 8 it was made with, see docs)."""
+    BookSim's num_vcs / vc_buf_size (fitted at 8 x 8; checked held out at 2 VCs x 4 flits, docs/latency.md)."""
     fit = _fitted()["parameters"]
     for field, value in (("vcs", vcs), ("buffer", buffer)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
