@@ -1,0 +1,284 @@
+"""Fits the `booksim` router preset's queueing coefficients to BookSim2 load-latency curves, and reports.
+
+    python -m calibrate.latency            # fit on TRAIN, report in-sample / held-out / baseline
+    python -m calibrate.latency --write    # ... and write netsim/data/latency_booksim.json
+
+The curves are netsim/data/booksim/*.json (BookSim2 runs: config, BookSim's commit, one point per rate).
+Only points up to 0.9 x BookSim's saturation rate enter the latency loss (past it BookSim's averages
+depend on its run length); each curve's saturation rate enters on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+from importlib import resources
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from netsim.kernels.latency import Router, load_latency
+
+from netsim.latency import Load, shape_load
+
+#: curves the coefficients are fitted on: two sizes, two packet sizes, uniform traffic
+TRAIN = (
+    "mesh4_uniform_ps1",
+    "mesh4_uniform_ps20",
+    "mesh8_uniform_ps1",
+    "mesh8_uniform_ps4",
+    "mesh8_uniform_ps20",
+)
+REACH = 0.9  # latency points up to this fraction of BookSim's saturation rate count
+
+
+@dataclasses.dataclass(frozen=True)
+class Curve:
+    """One stored BookSim2 curve."""
+
+    name: str
+    topology: str  # mesh:KxK / torus:KxK
+    traffic: str
+    flits: int
+    num_vcs: int
+    vc_buf_size: int
+    rates: np.ndarray
+    latency: np.ndarray  # BookSim's "Packet latency average", cycles
+    saturation: float  # packets per node per cycle: the most BookSim accepted
+
+    @property
+    def scored(self) -> np.ndarray:
+        """The points whose latency is compared: stable, up to REACH x saturation."""
+        return self.rates <= REACH * self.saturation
+
+
+def booksim_saturation(points: list[dict]) -> float:
+    """BookSim's saturation throughput: the highest accepted packet rate over the curve's points (past
+    saturation BookSim accepts about that much whatever is offered)."""
+    return max(min(p["accepted_packet_rate"], p["rate"]) for p in points)
+
+
+def read_curve(name: str, data: dict) -> Curve:
+    cfg = data["config"]
+    pts = [p for p in data["points"] if p["stable"] and p["packet_latency"] is not None]
+    side = int(cfg["k"])
+    return Curve(
+        name=name,
+        topology=f"{cfg['topology']}:" + "x".join([str(side)] * int(cfg["n"])),
+        traffic=cfg["traffic"],
+        flits=int(cfg["packet_size"]),
+        num_vcs=int(cfg["num_vcs"]),
+        vc_buf_size=int(cfg["vc_buf_size"]),
+        rates=np.array([p["rate"] for p in pts]),
+        latency=np.array([p["packet_latency"] for p in pts]),
+        saturation=booksim_saturation(data["points"]),
+    )
+
+
+def stored_curves() -> list[Curve]:
+    """Every BookSim2 curve shipped with netsim, by name."""
+    folder = resources.files("netsim.data").joinpath("booksim")
+    out = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            out.append(read_curve(entry.name[:-5], json.loads(entry.read_text())))
+    return out
+
+
+def _pack(curves: list[Curve]):
+    """Loads and rates stacked for one vmapped call; rates padded (mask) to the longest curve."""
+    loads: list[Load] = [shape_load(c.topology, c.traffic) for c in curves]
+    width = max(x.load.size for x in loads)
+    n_rates = max(c.rates.size for c in curves)
+
+    def pad(a, n, fill=0.0):
+        return np.concatenate([a, np.full(n - a.size, fill)])
+
+    batch = dict(
+        rate=np.stack([pad(c.rates, n_rates, c.rates[0]) for c in curves]),
+        load=np.stack([pad(x.load, width) for x in loads]),
+        contention=np.stack([pad(x.contention, width) for x in loads]),
+        divergence=np.stack([pad(x.divergence, width) for x in loads]),
+        nodes=np.array([float(x.nodes) for x in loads]),
+        hops=np.array([x.hops for x in loads]),
+        flits=np.array([float(c.flits) for c in curves]),
+        link=np.array([x.link for x in loads]),
+        vcs=np.array([float(c.num_vcs) for c in curves]),
+        buffer=np.array([float(c.vc_buf_size) for c in curves]),
+    )
+    target = np.stack([pad(c.latency, n_rates, 1.0) for c in curves])
+    mask = np.stack([pad(c.scored.astype(float), n_rates) for c in curves])
+    return {k: jnp.asarray(v) for k, v in batch.items()}, jnp.asarray(target), jnp.asarray(mask)
+
+
+def predict(router: Router, batch: dict):
+    """(latency [B, R], saturation [B]) of every packed curve under one router."""
+
+    def one(rate, load, contention, divergence, nodes, hops, flits, link, vcs, buffer):
+        service = flits * jnp.ones_like(load)
+        # the curve's channel latency (torus: 2), usable VCs and buffer depth
+        shaped = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, (link, vcs, buffer))
+        c = load_latency(rate, load, service, contention, divergence, nodes, hops, flits, shaped)
+        return c.latency, c.saturation
+
+    return jax.vmap(one)(**batch)
+
+
+def _router(theta) -> Router:
+    f = lambda x: jnp.asarray(x, dtype=jnp.float64)
+    return Router(
+        pipeline=f(3.0),
+        link=f(1.0),
+        base=jax.nn.softplus(theta[0]),
+        blocking=jax.nn.softplus(theta[1]),
+        vcs=f(8.0),
+        overhead=jax.nn.softplus(theta[2]),
+        buffer=f(8.0),
+        credit=f(2.0),
+        wormhole=jax.nn.softplus(theta[4]),
+        variability=jax.nn.softplus(theta[3]),
+        limit=f(math.inf),
+    )
+
+
+def baseline() -> Router:
+    """Zero-load latency by hand (base 6 cycles: injection, ejection, source router and its queue's cycle),
+    channel-load saturation (no blocking, no overhead) and M/D/1 waits (variability 0). Use with
+    contention 1 (every packet waits for every other: plain M/D/1)."""
+    f = lambda x: jnp.asarray(x, dtype=jnp.float64)
+    return Router(
+        pipeline=f(3.0),
+        link=f(1.0),
+        base=f(6.0),
+        blocking=f(0.0),
+        vcs=f(8.0),
+        overhead=f(0.0),
+        buffer=f(8.0),
+        credit=f(2.0),
+        wormhole=f(0.0),
+        variability=f(0.0),
+        limit=f(math.inf),
+    )
+
+
+def fit(curves: list[Curve], steps: int = 600, lr: float = 0.05) -> Router:
+    batch, target, mask = _pack(curves)
+    sat = jnp.asarray([c.saturation for c in curves])
+
+    def loss(theta):
+        latency, saturation = predict(_router(theta), batch)
+        finite = jnp.isfinite(latency)
+        err = jnp.where(finite, jnp.log(jnp.where(finite, latency, 1.0)) - jnp.log(target), 1.0)
+        return jnp.sum(mask * err**2) / jnp.sum(mask) + jnp.mean((jnp.log(saturation) - jnp.log(sat)) ** 2)
+
+    optim = optax.adam(lr)
+    theta = jnp.asarray([2.0, -1.0, -1.0, -1.0, -2.0])
+    state = optim.init(theta)
+
+    @jax.jit
+    def step(theta, state):
+        value, grad = jax.value_and_grad(loss)(theta)
+        updates, state = optim.update(grad, state, theta)
+        return optax.apply_updates(theta, updates), state, value
+
+    for _ in range(steps):
+        theta, state, _ = step(theta, state)
+    return _router(theta)
+
+
+def errors(router: Router, curves: list[Curve], *, plain_md1: bool = False) -> list[dict]:
+    """Per curve: mean and max |latency error| (%) over its scored points, saturation error (%)."""
+    batch, target, mask = _pack(curves)
+    if plain_md1:
+        batch = dict(
+            batch, contention=jnp.where(batch["load"] > 0, 1.0, 0.0), divergence=0 * batch["divergence"]
+        )
+    latency, saturation = predict(router, batch)
+    rows = []
+    for i, c in enumerate(curves):
+        m = np.asarray(mask[i]) > 0
+        rel = np.abs(np.asarray(latency[i])[m] / np.asarray(target[i])[m] - 1) * 100
+        rows.append(
+            dict(
+                name=c.name,
+                points=int(m.sum()),
+                mean=float(rel.mean()),
+                max=float(rel.max()),
+                saturation=float((saturation[i] / c.saturation - 1) * 100),
+            )
+        )
+    return rows
+
+
+def table(rows_fit: list[dict], rows_base: list[dict], train: tuple[str, ...]) -> str:
+    """Markdown: per curve the fitted model's errors beside the baseline's, in-sample curves first."""
+
+    def cell(r):
+        if not np.isfinite(r["max"]):  # the model saturates before a scored point
+            return f"saturates early / {r['saturation']:+.1f}"
+        return f"{r['mean']:.1f} / {r['max']:.1f} / {r['saturation']:+.1f}"
+
+    lines = [
+        "| curve | set | points | fitted: mean / max / saturation error (%) | baseline |",
+        "|---|---|---|---|---|",
+    ]
+    order = sorted(
+        range(len(rows_fit)), key=lambda i: (rows_fit[i]["name"] not in train, rows_fit[i]["name"])
+    )
+    for i in order:
+        r, b = rows_fit[i], rows_base[i]
+        kind = "in-sample" if r["name"] in train else "held-out"
+        lines.append(f"| {r['name']} | {kind} | {r['points']} | {cell(r)} | {cell(b)} |")
+    for kind, pick in (("in-sample", True), ("held-out", False)):
+        sel = [i for i in range(len(rows_fit)) if (rows_fit[i]["name"] in train) == pick]
+        if sel:
+
+            def agg(rows, sel=sel):
+                done = [i for i in sel if np.isfinite(rows[i]["max"])]
+                early = len(sel) - len(done)
+                return (
+                    f"{np.mean([rows[i]['mean'] for i in done]):.1f} / {max(rows[i]['max'] for i in done):.1f} / "
+                    f"{max(abs(rows[i]['saturation']) for i in sel):.1f}"
+                    + (f" ({early} saturating early left out of the latency figures)" if early else "")
+                )
+
+            lines.append(f"| **all {kind}** | | | {agg(rows_fit)} | {agg(rows_base)} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write netsim/data/latency_booksim.json")
+    args = ap.parse_args(argv)
+    jax.config.update("jax_enable_x64", True)
+    curves = stored_curves()
+    train = [c for c in curves if c.name in TRAIN]
+    router = fit(train)
+    params = {
+        k: float(getattr(router, k)) for k in ("base", "blocking", "overhead", "wormhole", "variability")
+    }
+    print(json.dumps(params, indent=1))
+    print(table(errors(router, curves), errors(baseline(), curves, plain_md1=True), TRAIN))
+    if args.write:
+        path = os.path.join(os.path.dirname(__file__), "..", "netsim", "data", "latency_booksim.json")
+        doc = {
+            "what": "queueing coefficients of the `booksim` router preset (netsim.latency), fitted by calibrate/latency.py",
+            "train": list(TRAIN),
+            "reach": REACH,
+            "parameters": params,
+        }
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+        print(f"wrote {os.path.normpath(path)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Open-loop steady state of a packet network: average packet latency, throughput and per-channel queueing
+against offered load (the curve BookSim2 draws), in closed form.
+
+Each node injects `rate` packets per cycle, each `flits` flits long. Channel c carries rate * load[c] packets
+per cycle (load: packets per cycle per unit rate, from routes x traffic matrix) and holds each packet for
+
+    holding = service[c] * max(1, round trip / buffer)
+              + (overhead + wormhole * max(service[c] - buffer, 0)) * contention[c]
+
+cycles: a credit loop longer than a VC buffer throttles a packet's stream; where packets from different
+ports compete, allocation loses `overhead` cycles per packet and a packet longer than a buffer stays strung
+over channels while its head waits. Of a channel's cycles a share
+
+    efficiency = 1 / (1 + blocking * divergence[c] / vcs)
+
+is usable under load (head-of-line blocking at the router's inputs takes the rest, less with more virtual
+channels to pass a blocked packet), so its utilization is rho = rate * load * holding / efficiency. A packet's
+latency, creation to tail ejection, is
+
+    zero-load: base + hops * (pipeline + link) + (flits - 1)   (head through the routers, tail behind it)
+    + source queue: the injection channel, a slotted Geo/D/1 queue (Bernoulli arrivals, one flit per cycle),
+      which is M/D/1 with flits - 1 in place of flits
+    + network queues: at each channel on its path the M/G/1 wait (kernels.queueing) of the packets that
+      entered the router by other ports than its own (`contention`), at most `limit` cycles
+
+averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
+does: saturation = 1 / max_c(load * holding / efficiency), or at the injection channel
+(1 / flits), whichever is lower; accepted throughput is the offered rate up to it.
+
+Pure and differentiable in every float argument; callers vmap (netsim.latency).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from .queueing import mg1_wait, queueing_delay
+
+
+class Router(eqx.Module):
+    """A router and its channels, in cycles (one flit per cycle per channel); fields are 0-d arrays (NumPy
+    on the host, so that a batch of them stacks without JAX ops)."""
+
+    pipeline: Float[ArrayLike, ""]  # cycles a head flit spends in each router it crosses
+    link: Float[ArrayLike, ""]  # cycles on each router-to-router channel
+    base: Float[ArrayLike, ""]  # cycles outside the hops: injection, ejection and the first router
+    blocking: Float[ArrayLike, ""]  # head-of-line loss of a channel per unit divergence, times vcs
+    vcs: Float[ArrayLike, ""]  # virtual channels per channel (BookSim's num_vcs)
+    overhead: Float[ArrayLike, ""]  # cycles a channel loses per packet (allocation), on top of its flits
+    buffer: Float[ArrayLike, ""]  # flits one virtual channel's buffer holds
+    credit: Float[ArrayLike, ""]  # cycles a credit takes back upstream (BookSim's credit_delay)
+    wormhole: Float[ArrayLike, ""]  # cycles a channel is held per flit that did not fit the next buffer
+    variability: Float[ArrayLike, ""]  # squared coefficient of variation of a channel's holding time
+    limit: Float[
+        ArrayLike, ""
+    ]  # most cycles a packet waits at one channel (buffer drain time; inf: unbounded)
+
+
+class Curve(eqx.Module):
+    """One load-latency curve: R offered rates, C channels."""
+
+    latency: Float[Array, " R"]  # cycles, creation to tail ejection; inf at and past saturation
+    accepted: Float[Array, " R"]  # packets per node per cycle
+    utilization: Float[Array, "R C"]  # of each channel's usable cycles
+    wait: Float[Array, "R C"]  # cycles a packet queues at each channel
+    source_wait: Float[Array, " R"]  # cycles in the source queue
+    zero_load: Float[Array, ""]  # cycles
+    saturation: Float[Array, ""]  # packets per node per cycle
+
+
+def zero_load_latency(router: Router, hops: Float[Array, ""], flits: Float[Array, ""]) -> Float[Array, ""]:
+    """Head latency through an idle network plus the tail's serialization behind it (cycles)."""
+    return router.base + hops * (router.pipeline + router.link) + (flits - 1)
+
+
+def holding_time(
+    router: Router, service: Float[Array, " C"], contention: Float[Array, " C"]
+) -> Float[Array, " C"]:
+    """Cycles a packet holds a channel: its flits, slowed to buffer / round trip flits per cycle when the
+    credit loop (flit over, through the next router, credit back) is longer than a VC's buffer; the
+    per-packet allocation overhead and, for a packet longer than the buffer, the time its tail waits behind
+    a head stalled further on (wormhole): both only where packets from different ports meet (contention)."""
+    # flit over the link, allocated and sent on (the pipeline less its traversal cycle), credit back
+    round_trip = 2 * router.link + (router.pipeline - 1) + router.credit
+    streamed = service * jnp.maximum(1.0, round_trip / router.buffer)
+    strung = jnp.maximum(service - router.buffer, 0.0)
+    return streamed + (router.overhead + router.wormhole * strung) * contention
+
+
+def channel_efficiency(router: Router, divergence: Float[Array, " C"]) -> Float[Array, " C"]:
+    """Usable share of each channel's cycles under load: what head-of-line blocking leaves. A packet blocked
+    at an input holds one of its virtual channels; the others pass it, so the loss falls as 1 / vcs."""
+    return 1 / (1 + router.blocking * divergence / router.vcs)
+
+
+def saturation_rate(
+    router: Router,
+    load: Float[Array, " C"],
+    service: Float[Array, " C"],
+    contention: Float[Array, " C"],
+    divergence: Float[Array, " C"],
+    flits: Float[Array, ""],
+) -> Float[Array, ""]:
+    """Packets per node per cycle at which the busiest channel, or the injection channel, is full."""
+    busiest = jnp.max(
+        load * holding_time(router, service, contention) / channel_efficiency(router, divergence)
+    )
+    return jnp.minimum(1 / busiest, 1 / flits)
+
+
+def load_latency(
+    rate: Float[Array, " R"],
+    load: Float[Array, " C"],
+    service: Float[Array, " C"],
+    contention: Float[Array, " C"],
+    divergence: Float[Array, " C"],
+    nodes: Float[Array, ""],
+    hops: Float[Array, ""],
+    flits: Float[Array, ""],
+    router: Router,
+) -> Curve:
+    """The steady state at each offered rate.
+
+    Args:
+        rate: offered packets per node per cycle.
+        load: packets per cycle on each channel per unit rate (ejection channels included).
+        service: cycles a packet holds each channel (its flits on a one-flit-per-cycle channel).
+        contention: the chance that two packets on the channel entered its router by different ports
+            (1 - sum over ports of the port's share squared): packets that arrive one behind the other on
+            one port were already spaced by the channel before, and never wait for each other.
+        divergence: the chance that a packet on the channel shares its input port with packets bound for other
+            outputs (sum over ports of the port's share of the channel times the share of the port's packets
+            that leave by another output): those block it at the head of the queue.
+        nodes: injecting nodes N: sum(load) / N is the mean number of channels a packet queues at.
+        hops: router-to-router channels a packet crosses, averaged over packets.
+        flits: flits per packet (its serialization behind the head, and its time on the injection channel).
+        router: pipeline, channel and fitted queueing coefficients.
+    """
+    holding = holding_time(router, service, contention)
+    efficiency = channel_efficiency(router, divergence)
+    rho = rate[:, None] * (load * holding / efficiency)[None, :]
+    full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
+    wait = queueing_delay(
+        rho, full((holding * contention)[None, :]), full(router.variability), full(router.limit)
+    )
+    used = (load > 0)[None, :]  # idle channels (padding) may wait inf: keep 0 * inf out of the sum
+    network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
+    # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
+    source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
+    saturation = saturation_rate(router, load, service, contention, divergence, flits)
+    zero = zero_load_latency(router, hops, flits)
+    latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
+    return Curve(
+        latency=latency,
+        accepted=jnp.minimum(rate, saturation),
+        utilization=rho,
+        wait=wait,
+        source_wait=source,
+        zero_load=zero,
+        saturation=saturation,
+    )

@@ -1,0 +1,105 @@
+"""The friendly entry: one curve, or many in one batched call, as plain NumPy results."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import numpy as np
+
+from .._errors import ScenarioError
+from ._model import check_rates, curves, shape_load
+from ._presets import RouterPreset, router_preset
+
+
+@dataclasses.dataclass(frozen=True)
+class LatencyCurve:
+    """Average packet latency against offered load on one shape and pattern.
+
+    Rates and accepted throughput in packets per node per cycle; latencies in cycles (inf at and past
+    saturation); `seconds` converts with the router's clock when it has one.
+    """
+
+    topology: str
+    traffic: str
+    packet_size: int
+    router: RouterPreset
+    rates: np.ndarray
+    latency: np.ndarray
+    accepted: np.ndarray
+    saturation: float
+    zero_load: float
+    utilization: np.ndarray  # [rate, channel], of each channel's usable cycles
+    wait: np.ndarray  # [rate, channel] cycles a packet queues there
+    channel_names: tuple[str, ...]
+
+    def seconds(self, cycles):
+        if self.router.clock_hz is None:
+            raise ScenarioError(f"router {self.router.name!r} has no clock: latencies are in cycles only")
+        return np.asarray(cycles) / self.router.clock_hz
+
+    def to_dict(self) -> dict:
+        """{"points": [{"rate", "latency", "accepted"}, ...], "saturation"}; latency null where saturated."""
+        return {
+            "topology": self.topology,
+            "traffic": self.traffic,
+            "packet_size": self.packet_size,
+            "router": self.router.name,
+            "zero_load": self.zero_load,
+            "points": [
+                {"rate": float(r), "latency": float(lat) if np.isfinite(lat) else None, "accepted": float(a)}
+                for r, lat, a in zip(self.rates, self.latency, self.accepted, strict=True)
+            ],
+            "saturation": self.saturation,
+        }
+
+
+def latency_curves(specs: Sequence[dict], rates) -> list[LatencyCurve]:
+    """Many curves in one vmapped call. Each spec: topology, traffic, packet_size, and optionally router
+    (preset name, default "booksim"), vcs, buffer."""
+    rates = check_rates(rates)
+    loads, flits, presets = [], [], []
+    for spec in specs:
+        size = spec.get("packet_size", 1)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ScenarioError(f"packet_size: must be a whole number of flits >= 1, got {size!r}")
+        loads.append(shape_load(spec["topology"], spec.get("traffic", "uniform")))
+        flits.append(float(size))
+        presets.append(router_preset(spec.get("router", "booksim"), spec.get("vcs"), spec.get("buffer")))
+    with jax.enable_x64(True):  # cycles in float64; scoped, so the caller's config stays
+        out = jax.device_get(curves(loads, flits, [p.router() for p in presets], rates))
+    return [
+        LatencyCurve(
+            topology=spec["topology"],
+            traffic=spec.get("traffic", "uniform"),
+            packet_size=int(flits[i]),
+            router=presets[i],
+            rates=rates,
+            latency=np.asarray(out.latency[i]),
+            accepted=np.asarray(out.accepted[i]),
+            saturation=float(out.saturation[i]),
+            zero_load=float(out.zero_load[i]),
+            utilization=np.asarray(out.utilization[i, :, : loads[i].load.size]),
+            wait=np.asarray(out.wait[i, :, : loads[i].load.size]),
+            channel_names=loads[i].channel_names,
+        )
+        for i, spec in enumerate(specs)
+    ]
+
+
+def latency_curve(
+    topology: str,
+    traffic: str = "uniform",
+    *,
+    packet_size: int = 1,
+    rates,
+    router: str = "booksim",
+    vcs: int | None = None,
+    buffer: int | None = None,
+) -> LatencyCurve:
+    """One load-latency curve (see LatencyCurve)."""
+    spec = dict(
+        topology=topology, traffic=traffic, packet_size=packet_size, router=router, vcs=vcs, buffer=buffer
+    )
+    return latency_curves([spec], rates)[0]

@@ -1,0 +1,147 @@
+"""Load-latency curves of mesh/torus shapes or netsim topologies: the host side of kernels.latency.
+
+`Load` is what the kernel needs of a (shape, traffic) pair; `curves` evaluates many (load, packet size,
+router) triples at once in one jitted, vmapped call (channel counts padded to the largest with idle channels).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import ScenarioError
+from ..kernels.latency import Curve, Router, load_latency
+from ._shapes import Cube, parse_shape
+from ._traffic import traffic_matrix
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """Channel loads of one traffic pattern on one shape, per unit injection rate (packets/node/cycle).
+
+    load[c] for c < channels are router-to-router channels, then one ejection channel per node.
+    """
+
+    name: str
+    load: np.ndarray  # packets per cycle per unit rate
+    contention: np.ndarray  # 1 - sum over input ports of their share squared (see kernels.latency)
+    divergence: np.ndarray  # head-of-line exposure at the channel's inputs (see kernels.latency)
+    nodes: int
+    hops: float  # router-to-router channels per packet, averaged
+    channel_names: tuple[str, ...]
+    #: cycles per router-to-router channel when the shape fixes it (None: the router's)
+    link: float | None = None
+    #: time a packet holds each channel, when not its flits (links of unequal speed)
+    service: np.ndarray | None = None
+
+
+def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
+    """The loads of a BookSim pattern on a k-ary n-cube with dimension-order routing."""
+    traffic = traffic_matrix(pattern, cube.k, cube.n, **pattern_args)
+    load, inputs = cube.channel_load(traffic)
+    names = tuple(cube.channel_name(c) for c in range(cube.channels)) + tuple(
+        f"eject{i}" for i in range(cube.nodes)
+    )
+    router = np.concatenate([np.arange(cube.channels) // (2 * cube.n), np.arange(cube.nodes)])
+    contend, diverge = port_mix(load, inputs, router)
+    # a packet may use only its class's share of the VCs on router-to-router channels (not on ejection,
+    # where BookSim's torus routing lifts the dateline split): as much blocking as with that many fewer VCs
+    diverge[: cube.channels] *= cube.vc_classes
+    return Load(
+        f"{cube.name} {pattern}",
+        load,
+        contend,
+        diverge,
+        cube.nodes,
+        cube.mean_hops(traffic),
+        names,
+        cube.link_cycles,
+    )
+
+
+def port_mix(
+    load: np.ndarray, inputs: np.ndarray, router: np.ndarray, random_port: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(contention, divergence) of each channel from inputs[c, p], the load entering channel c's router
+    (router[c]) by port p: contention 1 - sum_p share_p**2, divergence sum_p share_p * (1 - the part of port
+    p's packets at that router that leave by c). Idle channels get 0. random_port: a port whose packets
+    arrive at random (a node serving many requesters, not smoothed by a channel before): its packets
+    contend with each other too, so its share leaves the sum of squares."""
+    safe = np.where(load > 0, load, 1.0)[:, None]
+    share = np.where(load[:, None] > 0, inputs / safe, 0.0)
+    port_total = np.zeros((router.max() + 1, inputs.shape[1]))
+    np.add.at(port_total, router, inputs)
+    through = port_total[router]
+    stay = np.where(through > 0, inputs / np.where(through > 0, through, 1.0), 0.0)
+    used = load > 0
+    smooth = share if random_port is None else np.delete(share, random_port, axis=1)
+    return np.where(used, 1 - (smooth**2).sum(axis=1), 0.0), np.where(
+        used, (share * (1 - stay)).sum(axis=1), 0.0
+    )
+
+
+def shape_load(topology: str, pattern: str, **pattern_args) -> Load:
+    """`mesh:KxK` / `torus:KxK` and a pattern name."""
+    return cube_load(parse_shape(topology), pattern, **pattern_args)
+
+
+def check_rates(rates) -> np.ndarray:
+    r = np.asarray(rates, dtype=float).ravel()
+    if r.size == 0 or not np.all(np.isfinite(r)) or np.any(r <= 0):
+        raise ScenarioError(
+            f"rates: must be finite numbers > 0 (packets per node per cycle), got {list(rates)}"
+        )
+    return r
+
+
+def _one(rate, load, service, contention, divergence, nodes, hops, flits, link, router):
+    router = eqx.tree_at(lambda r: r.link, router, jnp.where(jnp.isnan(link), router.link, link))
+    service = jnp.where(jnp.isnan(service), flits, service)
+    return load_latency(rate, load, service, contention, divergence, nodes, hops, flits, router)
+
+
+@functools.cache
+def _batched():
+    return jax.jit(jax.vmap(_one))
+
+
+def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: np.ndarray) -> Curve:
+    """B curves in one call: loads[b] with packets of flits[b] flits through routers[b], each at every rate.
+
+    Returns a Curve whose fields carry a leading batch axis B (channel axis padded to the largest load).
+    """
+    if not (len(loads) == len(flits) == len(routers)) or not loads:
+        raise ScenarioError(
+            f"curves: need as many loads, packet sizes and routers, got {len(loads)}, {len(flits)}, {len(routers)}"
+        )
+    if any(f < 1 for f in flits):
+        raise ScenarioError(f"packet size: must be >= 1 flit, got {min(flits)}")
+    rates = check_rates(rates)
+    width = max(x.load.size for x in loads)
+    load, contend, diverge = (np.zeros((len(loads), width)) for _ in range(3))
+    service = np.full((len(loads), width), np.nan)  # nan: the packet's flits
+    for i, x in enumerate(loads):
+        load[i, : x.load.size] = x.load
+        if x.service is not None:
+            service[i, : x.load.size] = x.service
+        contend[i, : x.load.size] = x.contention
+        diverge[i, : x.load.size] = x.divergence
+    # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
+    stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
+    return _batched()(
+        np.broadcast_to(rates, (len(loads), rates.size)),
+        load,
+        service,
+        contend,
+        diverge,
+        np.array([float(x.nodes) for x in loads]),
+        np.array([x.hops for x in loads]),
+        np.asarray(flits, dtype=float),
+        np.array([np.nan if x.link is None else x.link for x in loads]),
+        stacked,
+    )

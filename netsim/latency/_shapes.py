@@ -1,0 +1,129 @@
+"""BookSim2's k-ary n-cubes (`mesh:KxK`, `torus:KxK`, one terminal per router) with dimension-order routing,
+reduced to what the steady-state model needs: each channel's packets per cycle per unit injection rate.
+
+Channel c = (router * n + dim) * 2 + direction (0: towards +1 along dim, 1: towards -1); a mesh's edge
+routers keep their missing channels with zero load. Routing follows BookSim's dor: dimension 0 (the id's
+lowest digit) first; on a torus each dimension the short way round, and at an exact tie (half a ring)
+either way with probability 1/2 (its dor_next_torus draws RandomInt(1) per packet).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+
+from .._errors import ScenarioError
+
+
+@dataclasses.dataclass(frozen=True)
+class Cube:
+    """A k-ary n-cube: k routers along each of n dimensions, one terminal each."""
+
+    k: int
+    n: int = 2
+    torus: bool = False
+
+    @property
+    def link_cycles(self) -> float:
+        """Cycles per router-to-router channel as BookSim lays the cube out (use_noc_latency = 1, its
+        default): 1 on a mesh, 2 on a torus (folded, so that wrap-around channels are no longer than the rest)."""
+        return 2.0 if self.torus else 1.0
+
+    @property
+    def vc_classes(self) -> int:
+        """Disjoint VC sets a packet picks one of: 2 on a torus (BookSim's dateline classes), else 1."""
+        return 2 if self.torus else 1
+
+    @property
+    def nodes(self) -> int:
+        return self.k**self.n
+
+    @property
+    def channels(self) -> int:
+        return self.nodes * self.n * 2
+
+    @property
+    def name(self) -> str:
+        return f"{'torus' if self.torus else 'mesh'}:{'x'.join([str(self.k)] * self.n)}"
+
+    def channel_name(self, c: int) -> str:
+        router, rest = divmod(c, 2 * self.n)
+        dim, direction = divmod(rest, 2)
+        return f"r{router}.d{dim}{'+-'[direction]}"
+
+    def distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Router-to-router channel hops of each (a, b) pair under dimension order."""
+        hops = np.zeros(np.broadcast(a, b).shape)
+        for dim in range(self.n):
+            x, y = (a // self.k**dim) % self.k, (b // self.k**dim) % self.k
+            hops = hops + (np.minimum((y - x) % self.k, (x - y) % self.k) if self.torus else np.abs(y - x))
+        return hops
+
+    def channel_load(self, traffic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Packets per cycle when every node injects 1 packet per cycle with pattern T[s, d].
+
+        Returns (load, inputs): load[c] on each of the channels, then on each node's ejection channel;
+        inputs[c, p] the part of it that enters its router through port p (2 * dim + direction of the
+        channel it arrived on; 2n: the router's own injection port). Ties on a torus split the packet's
+        weight between both ways.
+        """
+        k, n = self.k, self.n
+        src, dst = np.nonzero(traffic)
+        w = traffic[src, dst]
+        port = np.full(src.shape, 2 * n)  # arrived from the injection port
+        ports = 2 * n + 1
+        size = (self.channels + self.nodes) * ports
+        inputs = np.zeros(size)
+        for dim in range(n):
+            sx, dx = (src // k**dim) % k, (dst // k**dim) % k
+            ahead = (dx - sx) % k
+            if self.torus:  # the short way; both ways, half each, at a tie
+                tie = (2 * ahead == k) & (ahead > 0)
+                extra = np.flatnonzero(tie)
+                src, dst, w, port, sx, dx, ahead = (
+                    np.concatenate([a, a[extra]]) for a in (src, dst, w, port, sx, dx, ahead)
+                )
+                twin = np.zeros(src.size, bool)
+                twin[src.size - extra.size :] = True
+                tie = np.concatenate([tie, np.ones(extra.size, bool)])
+                w = np.where(tie, w / 2, w)
+                minus = np.where(tie, twin, 2 * ahead > k)
+                steps = np.where(minus, (k - ahead) % k, ahead)
+            else:
+                minus = dx < sx
+                steps = np.abs(dx - sx)
+            direction = minus.astype(int)
+            # the packet moves along `dim` in the line through its current position: dims < dim are already
+            # at the destination's coordinates, dims > dim still at the source's
+            base = src - src % k ** (dim + 1) + dst % k**dim
+            for step in range(int(steps.max(initial=0))):
+                on = step < steps
+                x = (sx + np.where(minus, -step, step)) % k
+                channel = ((base + x * k**dim) * n + dim) * 2 + direction
+                entry = channel * ports + np.where(step == 0, port, 2 * dim + direction)
+                inputs += np.bincount(entry[on], w[on], minlength=size)
+            port = np.where(steps > 0, 2 * dim + direction, port)
+        inputs += np.bincount((self.channels + dst) * ports + port, w, minlength=size)
+        inputs = inputs.reshape(-1, ports)
+        return inputs.sum(axis=1), inputs
+
+    def mean_hops(self, traffic: np.ndarray) -> float:
+        """Router-to-router hops averaged over packets (BookSim's "Hops average" counts one more: the
+        ejecting router)."""
+        s = np.arange(self.nodes)
+        return float((traffic * self.distance(s[:, None], s[None, :])).sum() / traffic.sum())
+
+
+def parse_shape(text: str) -> Cube:
+    """`mesh:KxK` or `torus:KxK` (n dimensions: KxKxK...; all sides equal, as BookSim's k-ary n-cube)."""
+    m = re.fullmatch(r"(mesh|torus):(\d+(?:x\d+)*)", text.strip())
+    if not m:
+        raise ScenarioError(f"topology: expected mesh:KxK or torus:KxK, got {text!r}")
+    sides = [int(x) for x in m.group(2).split("x")]
+    if len(set(sides)) != 1:
+        raise ScenarioError(f"topology: {text!r} has unequal sides; BookSim's k-ary n-cube needs KxK")
+    if sides[0] < 2:
+        raise ScenarioError(f"topology: {text!r} needs at least 2 routers per side")
+    return Cube(sides[0], max(len(sides), 1), m.group(1) == "torus")

@@ -1,0 +1,158 @@
+"""netsim.latency: BookSim's traffic patterns and shapes by hand, the zero-load and saturation closed forms,
+the shipped `booksim` preset against stored BookSim2 curves, the batch, and the CLI."""
+
+import json
+
+import numpy as np
+import pytest
+from netsim.calibrate import latency as fitting
+
+import netsim.latency as nl
+from netsim import NetsimError, cli
+
+
+@pytest.mark.parametrize(
+    "pattern, source, dest",
+    [
+        ("transpose", 1, 4),  # 16 nodes: 00|01 -> 01|00
+        ("transpose", 6, 9),  # 01|10 -> 10|01
+        ("bitcomp", 1, 14),
+        ("bitrev", 1, 8),  # 0001 -> 1000
+        ("bitrev", 6, 6),
+        ("shuffle", 9, 3),  # 1001 rotated left -> 0011
+        ("shuffle", 4, 8),
+        ("tornado", 0, 5),  # k=4: (k+1)/2 - 1 = 1 step along each dimension
+        ("neighbor", 3, 4),  # (x=3, y=0) -> (0, 1)
+    ],
+)
+def test_permutations_by_hand(pattern, source, dest):
+    t = nl.traffic_matrix(pattern, 4, 2)
+    assert t[source, dest] == 1.0 and t.sum() == 16 and np.all(t.sum(axis=0) == 1)  # a permutation
+
+
+def test_uniform_hotspot_and_bad_patterns():
+    np.testing.assert_allclose(nl.traffic_matrix("uniform", 4, 2), 1 / 16)  # self included, as BookSim
+    hot = nl.traffic_matrix("hotspot", 4, 2, hotspots=(0, 5), weights=(3, 1))
+    np.testing.assert_allclose(hot[:, [0, 5]], np.tile([0.75, 0.25], (16, 1)))
+    with pytest.raises(NetsimError, match="unknown pattern 'nope'"):
+        nl.traffic_matrix("nope", 4, 2)
+    with pytest.raises(NetsimError, match="even power of two"):
+        nl.traffic_matrix("transpose", 8, 3)  # 512 nodes: not a square
+    with pytest.raises(NetsimError, match="unequal sides"):
+        nl.parse_shape("mesh:4x8")
+
+
+@pytest.mark.parametrize("k", [4, 6, 8, 16])
+def test_dor_mesh_saturation_is_one_over_the_busiest_channel(k):
+    # uniform on a k x k mesh: the middle channel of a row carries (k/2)(k/2)/k = k/4 packets per unit rate
+    load = nl.shape_load(f"mesh:{k}x{k}", "uniform")
+    assert load.load[: -k * k].max() == pytest.approx(k / 4)
+    # mean hops: E|x - y| = (k^2 - 1) / (3k) per dimension, for x, y uniform on 0..k-1
+    assert load.hops == pytest.approx(2 * (k * k - 1) / (3 * k))
+    ideal = nl.RouterPreset("ideal", 3, 1, 6, 0, 0, 0, 0, 8, 8, 2)
+    curve = nl.curves([load], [4.0], [ideal.router()], np.array([0.001]))
+    assert float(curve.saturation[0]) == pytest.approx(min(1 / (4 * k / 4), 1 / 4))
+
+
+def test_torus_splits_ties_and_transpose_bottleneck():
+    t = nl.traffic_matrix("uniform", 4, 2)
+    load, _ = nl.Cube(4, 2, torus=True).channel_load(t)
+    np.testing.assert_allclose(load[:32], 0.5)  # k=4 torus: every ring channel carries k/8 = 0.5, ties halved
+    # transpose on an 8 x 8 mesh: the (7, 0) corner column gathers 7 flows onto one channel
+    assert nl.shape_load("mesh:8x8", "transpose").load.max() == 7
+
+
+@pytest.fixture(scope="module")
+def predicted():
+    """The shipped preset on every stored BookSim2 curve, in one batched call over all their rates."""
+    stored = fitting.stored_curves()
+    rates = np.unique(np.concatenate([c.rates for c in stored]))
+    specs = [
+        dict(topology=c.topology, traffic=c.traffic, packet_size=c.flits, vcs=c.num_vcs, buffer=c.vc_buf_size)
+        for c in stored
+    ]
+    out = nl.latency_curves(specs, rates)
+    return {c.name: (c, got, np.searchsorted(rates, c.rates)) for c, got in zip(stored, out, strict=True)}
+
+
+def test_zero_load_by_hand_and_against_booksim(predicted):
+    # mesh 8x8, 4-flit packets: base + hops x (3-cycle pipeline + 1-cycle link) + 3 flits behind the head
+    curve = nl.latency_curve("mesh:8x8", "uniform", packet_size=4, rates=[1e-6])
+    base = nl.booksim().base
+    assert curve.zero_load == pytest.approx(base + 5.25 * 4 + 3)
+    for c, got, at in predicted.values():  # BookSim's lowest-rate point is near zero load
+        assert got.latency[at[0]] == pytest.approx(c.latency[0], rel=0.06), c.name
+
+
+KNOWN_MISSES = {  # curve -> why the shipped preset misses the targets there (docs/latency.md)
+    "mesh8_shuffle_ps4": "saturation 13 % low: shuffle's bottleneck mixes ports (divergence 0.26) yet BookSim "
+    "loses little there",
+    "mesh8_transpose_ps20": "saturation 12 % low: 20-flit packets on a permutation",
+    "torus4_uniform_ps4": "the last scored point (0.9 x saturation) 33 % high",
+    "torus8_transpose_ps4": "the last scored point (0.9 x saturation) 32 % low",
+    "torus8_uniform_ps4": "saturation 23 % high: the 8 x 8 torus loses more to its dateline VC classes",
+}
+
+
+@pytest.mark.parametrize("curve", [c.name for c in fitting.stored_curves()])
+def test_booksim_preset_against_stored_booksim(curve, predicted):
+    if curve in KNOWN_MISSES:
+        pytest.xfail(KNOWN_MISSES[curve])
+    c, got, at = predicted[curve]
+    err = np.abs(got.latency[at][c.scored] / c.latency[c.scored] - 1)
+    assert err.mean() <= 0.10 and err.max() <= 0.25, (err.mean(), err.max())
+    assert got.saturation == pytest.approx(c.saturation, rel=0.10)
+
+
+def test_many_curves_in_one_call_equal_one_at_a_time():
+    specs = [
+        dict(topology="mesh:4x4", traffic="uniform", packet_size=1),
+        dict(topology="torus:4x4", traffic="transpose", packet_size=8, vcs=4),
+    ]
+    rates = [0.01, 0.03]
+    both = nl.latency_curves(specs, rates)
+    for spec, got in zip(specs, both, strict=True):
+        one = nl.latency_curve(**spec, rates=rates)
+        np.testing.assert_allclose(got.latency, one.latency, rtol=1e-12)
+        assert got.saturation == one.saturation
+
+
+def test_cli_table_and_json(tmp_path, capsys):
+    out = tmp_path / "curve.json"
+    args = [
+        "latency",
+        "--topology",
+        "mesh:4x4",
+        "--packet-size",
+        "4",
+        "--rates",
+        "0.01,0.1,0.3",
+        "--json",
+        str(out),
+    ]
+    assert cli.main(args) == 0
+    text = capsys.readouterr().out
+    assert "packet latency" in text and "saturated" in text
+    doc = json.loads(out.read_text())
+    assert [p["rate"] for p in doc["points"]] == [0.01, 0.1, 0.3]
+    assert doc["points"][2]["latency"] is None and 0 < doc["saturation"] < 0.3
+    assert doc["points"][0]["latency"] > 0 and doc["points"][0]["accepted"] == 0.01
+    assert cli.main(["latency", "--traffic", "transpose", "--topology", "mesh:2x2x2", "--rates", "0.1"]) == 2
+    assert "even power of two" in capsys.readouterr().err
+
+
+def test_topology_load_on_a_netsim_topology():
+    from netsim.topology import mi300x
+
+    topo = mi300x()
+    path = topo.route("xcd0", "hbm7")  # xcd0 -> iod0 -> iod1 -> iod3 -> hbm7
+    one = nl.topology_load(topo, {("xcd0", "hbm7"): 1.0})
+    by_link = dict(zip(one.channel_names, one.load, strict=True))
+    assert [by_link[lid] for lid in path] == [1.0] * 4 and one.load.sum() == 4 and one.hops == 4
+    # xcd0's injected packets arrive at random (contention 1); further on they follow one port (0)
+    contend = dict(zip(one.channel_names, one.contention, strict=True))
+    assert contend[path[0]] == 1.0 and contend[path[1]] == 0.0
+    # at iod1 -> iod3 packets from xcd0 (port iod0->iod1) and xcd2 (port xcd2->iod1) meet, half each
+    two = nl.topology_load(topo, {("xcd0", "hbm7"): 1.0, ("xcd2", "hbm7"): 1.0})
+    contend = dict(zip(two.channel_names, two.contention, strict=True))
+    assert contend["iod1->iod3"] == pytest.approx(1 - 2 * 0.5**2)
