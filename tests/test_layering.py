@@ -235,3 +235,18 @@ def test_the_checkout_maps_exactly_kernels_and_calibrate():
         "netsim.calibrate",
         ROOT / "kernels" / "engine.py",
     )
+
+
+def test_pyproject_lists_every_package_on_disk():
+    """A wheel holds only the packages pyproject names: one left out imports in the checkout and fails
+    after `pip install .` (the editable install and the checkout finder would not notice)."""
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    on_disk = {
+        ".".join((FOLDERS[init.relative_to(ROOT).parts[0]], *init.relative_to(ROOT).parts[1:-1]))
+        for folder in FOLDERS
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert set(setuptools["packages"]) == on_disk
+    assert setuptools["package-dir"] == {package: folder for folder, package in FOLDERS.items()}
