@@ -156,15 +156,6 @@ class Result:
                 out[rid] = out.get(rid, 0.0) + float(self.held[i, hop])
         return out
 
-    def link_held(self) -> dict[str, float]:
-        """Flow-seconds of congestion each link (or shared resource) caused, summed over all flows: where
-        the fabric hurts."""
-        out: dict[str, float] = {}
-        for i, hops in enumerate(self.compiled.hops):
-            for hop, rid in enumerate(hops):
-                out[rid] = out.get(rid, 0.0) + float(self.held[i, hop])
-        return out
-
     # --- output ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         flows = [

@@ -1,5 +1,5 @@
 """Figures people look at: a sweep's metric over its axes, busbw vs message size, per-link utilization
-of a topology, and pipeline timelines. Matplotlib (optional dependency: `pip install netsim[plots]`),
+of a topology, pipeline timelines and load-latency curves. Matplotlib (optional dependency: `pip install netsim[plots]`),
 drawn on Agg `Figure` objects (no pyplot state): each function returns its Figure and, given `path`,
 saves a PNG there.
 """
@@ -13,7 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import atomic_path
 from ._scenario import Link, ScenarioError
+from ._units import format_bytes
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
 
@@ -25,8 +27,10 @@ def _figure(width: float = 7.0, height: float = 4.2):
 
 
 def _save(fig, path: str | os.PathLike | None):
-    if path is not None:
-        fig.savefig(os.fspath(path), dpi=130)
+    if path is not None:  # atomically, as every netsim output; in the format the suffix names (PNG if none)
+        path = os.fspath(path)
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=130, format=os.path.splitext(path)[1][1:] or "png")
     return fig
 
 
@@ -35,13 +39,6 @@ def _time_unit(values: np.ndarray) -> tuple[float, str]:
     finite = np.abs(values[np.isfinite(values)])
     top = float(finite.max()) if finite.size else 1.0
     return next(((s, u) for s, u in _TIME_UNITS if top >= s), _TIME_UNITS[-1])
-
-
-def _bytes_label(n: float) -> str:
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:g} {unit}"
-    return f"{n:g} B"
 
 
 # --- sweeps --------------------------------------------------------------------------------------
@@ -205,7 +202,7 @@ def plot_busbw(
         ax.axhline(peak / 1e9, ls="--", c="grey", lw=1, label=f"peak {peak / 1e9:g} GB/s")
     ax.set_xscale("log", base=2)
     ticks = sizes[:: max(1, len(sizes) // 8)]
-    ax.set_xticks(ticks, [_bytes_label(s) for s in ticks], rotation=30)
+    ax.set_xticks(ticks, [format_bytes(s) for s in ticks], rotation=30)
     ax.set_xlabel("message size")
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_ylim(bottom=0)
@@ -346,4 +343,20 @@ def plot_timeline(
         or f"{result.compiled.scenario.name or 'timeline'}: makespan {result.makespan / scale:.4g} {unit}{more}",
         fontsize="small",
     )
+    return _save(fig, path)
+
+
+# --- load-latency curves ------------------------------------------------------------------------------
+def plot_latency(curve, path: str | os.PathLike | None = None):
+    """A `netsim.latency.latency_curve`: packet latency (cycles) over offered rate, saturated points left
+    out, with the saturation rate as a dashed line."""
+    fig = _figure(5.0, 3.5)
+    ax = fig.add_subplot()
+    ok = curve.latency < float("inf")
+    ax.plot(curve.rates[ok], curve.latency[ok], "o-", label="netsim")
+    ax.axvline(curve.saturation, ls="--", c="grey", label=f"saturation {curve.saturation:.3g}")
+    ax.set_xlabel("offered rate (packets/node/cycle)")
+    ax.set_ylabel("packet latency (cycles)")
+    ax.set_title(f"{curve.topology} {curve.traffic}, {curve.packet_size}-flit packets")
+    ax.legend()
     return _save(fig, path)

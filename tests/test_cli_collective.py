@@ -11,7 +11,7 @@ import pytest
 
 import netsim
 from netsim import cli, studies, workloads
-from netsim.cli.collective import parse_op, parse_size, rows_for, scale_links, size_list
+from netsim.cli.collective import parse_op, parse_size, scale_links
 from netsim.topology import CALIBRATED, PRESETS, load, load_costs
 from netsim.traces import read_trace
 
@@ -33,20 +33,26 @@ def test_sizes_parse_as_nccl_tests():
     for bad in ("", "M", "-8", "1.3", "8X", "inf"):
         with pytest.raises(ValueError, match="expected bytes"):
             parse_size(bad)
-    sizes = size_list(8, 128 * 2**20, 2, 2**20)  # all_reduce_perf -b 8 -e 128M -f 2
+    sizes = studies.nccl_sizes(8, 128 * 2**20, 2, 2**20)  # all_reduce_perf -b 8 -e 128M -f 2
     assert len(sizes) == 25 and sizes[0] == 8 and sizes[-1] == 2**27
-    assert size_list(2**20, 3 * 2**20 + 5, 1, 2**20) == [2**20, 2 * 2**20, 3 * 2**20]  # -i steps
-    assert size_list(8, 100, 4, 1) == [8, 32]
+    assert studies.nccl_sizes(2**20, 3 * 2**20 + 5, 1, 2**20) == [2**20, 2 * 2**20, 3 * 2**20]  # -i steps
+    assert studies.nccl_sizes(8, 100, 4, 1) == [8, 32]
     for args, msg in (
         ((9, 8, 2, 1), "above"),
         ((0, 8, 2, 1), "never grows"),
         ((1, 2**40, 1, 1), "more than"),
     ):
         with pytest.raises(ValueError, match=msg):
-            size_list(*args)
+            studies.nccl_sizes(*args)
     # counts in whole elements; all_gather splits the buffer over ranks (count printed per rank)
-    assert rows_for("all_reduce", [8, 10, 16], 8, 4) == [(8, 2), (16, 4)]  # 10 B rounds down to 8: a repeat
-    assert rows_for("all_gather", [8, 12, 100], 3, 4) == [(12, 1), (96, 8)]  # 8 B is 0 elements per rank
+    assert studies.nccl_rows("allreduce", [8, 10, 16], 8, 4) == [
+        (8, 2),
+        (16, 4),
+    ]  # 10 B rounds down to 8: a repeat
+    assert studies.nccl_rows("allgather", [8, 12, 100], 3, 4) == [
+        (12, 1),
+        (96, 8),
+    ]  # 8 B is 0 elements per rank
     assert [parse_op(x) for x in ("all_reduce", "allreduce", "AllReduce", "all_gather_perf", "all2all")] == [
         "all_reduce",
         "all_reduce",

@@ -15,6 +15,7 @@ import pytest
 
 import netsim
 from netsim import NetsimError, Scenario
+from netsim.traces import read_trace
 
 VALID = {
     "name": "fuzz",
@@ -197,7 +198,6 @@ def trace_mutations(rng: random.Random, lines: list[str], n: int):
     "name", ["m08_4xA100PCIe_nvlinkpairs_p2p.txt", "m02_4x4090_pptest_p2p_allreduce.txt"]
 )
 def test_garbled_traces_raise_netsim_errors_only(tmp_path, name):
-    from netsim.cli.calibrate import read_traces
     from netsim.data import trace_path
 
     lines = trace_path(name).read_text().splitlines(keepends=True)
@@ -207,7 +207,7 @@ def test_garbled_traces_raise_netsim_errors_only(tmp_path, name):
     for text in trace_mutations(rng, lines, 150):
         path.write_text(text, errors="surrogatepass")
         try:
-            (trace,) = read_traces([str(path)])  # read, then every value checked against netsim's limits
+            trace = read_trace(path)  # read, then every value checked against netsim's limits
         except NetsimError as e:
             failures += 1
             assert str(e).startswith(f"{name}:"), e  # names the file (and line)
@@ -220,7 +220,6 @@ def test_garbled_traces_raise_netsim_errors_only(tmp_path, name):
 
 
 def test_a_400_digit_cell_is_a_trace_error(tmp_path):
-    from netsim.cli.calibrate import read_traces
     from netsim.data import trace_path
 
     name = "m08_4xA100PCIe_nvlinkpairs_p2p.txt"
@@ -230,4 +229,4 @@ def test_a_400_digit_cell_is_a_trace_error(tmp_path):
     lines[row] = lines[row].rstrip()[:-1] + "9" * 400 + "\n"  # its last cell, "0", becomes 400 nines
     path.write_text("".join(lines))
     with pytest.raises(NetsimError, match=f"{name}:"):
-        read_traces([str(path)])
+        read_trace(path)

@@ -149,6 +149,8 @@ def test_study_names():
     assert public(studies) == {
         "SweepTable",
         "collective_sweep",
+        "nccl_rows",
+        "nccl_sizes",  # nccl-tests' size list and (size, count) rows, as `netsim collective` prints them
         "RingPlan",
         "RingSearch",
         "crossings",

@@ -46,7 +46,7 @@ def test_via_restricts_who_crosses():
 def test_matches_reference_with_shared_resources(seed):
     scenario = random_scenario(seed, shared=True)
     result = netsim.simulate(netsim.compile_scenario(scenario, shape=PAD))
-    assert sum(result.link_held().get(r.id, 0.0) for r in scenario.shared) > 0
+    assert sum(result.bottlenecks(f).get(r.id, 0.0) for f in result.flow_ids for r in scenario.shared) > 0
     want = reference_simulate(scenario)
     for i, fid in enumerate(result.flow_ids):
         np.testing.assert_allclose(result.flow_finish[i], want[fid][2], rtol=1e-9, atol=1e-15, err_msg=fid)

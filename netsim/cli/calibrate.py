@@ -30,21 +30,11 @@ def register(subparsers) -> None:
     p.set_defaults(handler=_calibrate)
 
 
-def read_traces(paths):
-    """Traces from text logs or HDF5 files, their measured values checked (TraceError naming the file
-    and line): see `check_trace`."""
-    from netsim.traces import check_trace, load_trace, read_trace
-
-    traces = [load_trace(t) if t.endswith((".h5", ".hdf5")) else read_trace(t) for t in paths]
-    for trace in traces:
-        check_trace(trace)
-    return traces
-
-
 def _calibrate(args: argparse.Namespace) -> int:
     from netsim.calibrate import calibrate, plot_fit
     from netsim.calibrate.presets import save
     from netsim.topology import PRESETS, load, load_costs, topology_entry
+    from netsim.traces import read_trace
 
     from .._checks import count, number
     from .._errors import ScenarioError, SimulationError
@@ -62,7 +52,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             f"--topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) nor a file"
         )
     topo, staged = load(args.topology, p2p=True), load(args.topology, p2p=False)
-    traces = read_traces(args.traces)
+    traces = [read_trace(t) for t in args.traces]
     # --quiet drops the optimizer's progress, not what calibrate says about the data: tables refused and
     # points left out (lines starting "refused " or with a trace's name)
     about_data = ("refused ", *(f"{t.source}:" for t in traces))

@@ -40,7 +40,6 @@ DTYPES = {
     "uint64": 8,
 }
 ALGORITHMS = ("ring", "tree", "binary_tree", "halving_doubling", "direct")
-MAX_SIZES = 1000  # rows of one table: a typo such as -i 1 must not ask for millions of simulations
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 _SPELLINGS = {name.replace("_", ""): name for name in OPS} | {"all2all": "alltoall"}
 
@@ -72,42 +71,6 @@ def parse_size(text: str, option: str = "size") -> int:
             f"{option}: expected bytes with an optional K/M/G suffix (e.g. 8, 64K, 128M), got {text!r}"
         )
     return int(value)
-
-
-def size_list(min_bytes: int, max_bytes: int, factor: int, step: int) -> list[int]:
-    """nccl-tests' sizes: from min_bytes to max_bytes, times `factor` when it is above 1, else plus `step`."""
-    if min_bytes > max_bytes:
-        raise ValueError(f"-b: minimum size {min_bytes} is above the -e maximum {max_bytes}")
-    if factor < 1:
-        raise ValueError(f"-f: step factor must be an integer >= 1, got {factor}")
-    if factor == 1 and step < 1:
-        raise ValueError(f"-i: step must be at least 1 byte, got {step}")
-    if factor > 1 and min_bytes == 0:
-        raise ValueError("-b: a size of 0 never grows with -f; start at 1 byte or more")
-    sizes, size = [], min_bytes
-    while size <= max_bytes:
-        sizes.append(size)
-        if len(sizes) > MAX_SIZES:
-            raise ValueError(f"-b/-e/-f/-i: more than {MAX_SIZES} sizes; use a larger -f or -i")
-        size = size * factor if factor > 1 else size + step
-    return sizes
-
-
-def rows_for(op: str, sizes: list[int], n: int, word: int) -> list[tuple[int, int]]:
-    """(size B, count) per row as nccl-tests prints them: element counts rounded down to whole words,
-    and to a multiple of the ranks for ops that split the buffer; rows left at 0 bytes and repeats are
-    dropped. count is per rank for all_gather, reduce_scatter and alltoall, as nccl-tests prints it."""
-    split = op in ("all_gather", "reduce_scatter", "alltoall")
-    out, seen = [], set()
-    for size in sizes:
-        count = size // word
-        if split:
-            count = count // n * n
-        if count == 0 or count in seen:
-            continue
-        seen.add(count)
-        out.append((count * word, count // n if split else count))
-    return out
 
 
 def scale_links(topo, scales: list[tuple[str, float]]):
@@ -234,14 +197,10 @@ def _collective(args: argparse.Namespace) -> int:
             "--plot": (args.plot, (".png", ".pdf", ".svg")),
         },
     )
-    try:
-        sizes = size_list(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
-    except ValueError as e:
-        raise ScenarioError(str(e)) from None
-
     from .. import studies, workloads
     from ..topology import load, load_costs
 
+    sizes = studies.nccl_sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
     costs = load_costs(args.topology)  # the fitted software costs of a calibration, else None
     topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on")
     topo, notes = scale_links(topo, args.scale)
@@ -250,13 +209,12 @@ def _collective(args: argparse.Namespace) -> int:
     if not 2 <= n <= len(gpus):
         raise ScenarioError(f"-g: ranks must be in [2, {len(gpus)}] on {topo.name!r}, got {n}")
     ranks = gpus[:n]
-    word = DTYPES[args.datatype]
-    rows = rows_for(args.op, sizes, n, word)
+    kind = OPS[args.op]
+    rows = studies.nccl_rows(kind, sizes, n, DTYPES[args.datatype])
     if not rows:
         raise ScenarioError(
             f"-b/-e: every size is below one {args.datatype} per rank for {args.op} on {n} ranks"
         )
-    kind = OPS[args.op]
     algo = args.algo or ("direct" if kind == "alltoall" else "ring")
     build = getattr(workloads, kind)
     extra: dict[str, Any] = {"root": args.root} if kind in ("broadcast", "reduce") else {}

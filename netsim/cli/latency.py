@@ -89,28 +89,8 @@ def _latency(args: argparse.Namespace) -> int:
         write_atomic(args.json, json.dumps(curve.to_dict(), indent=1) + "\n")
         print(f"\nwrote {args.json}")
     if args.plot:
-        _plot(curve, args.plot)
+        from ..plots import plot_latency
+
+        plot_latency(curve, args.plot)
         print(f"wrote {args.plot}", file=sys.stdout)
     return 0
-
-
-def _plot(curve, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from .._checks import atomic_path
-
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    ok = curve.latency < float("inf")
-    ax.plot(curve.rates[ok], curve.latency[ok], "o-", label="netsim")
-    ax.axvline(curve.saturation, ls="--", c="grey", label=f"saturation {curve.saturation:.3g}")
-    ax.set_xlabel("offered rate (packets/node/cycle)")
-    ax.set_ylabel("packet latency (cycles)")
-    ax.set_title(f"{curve.topology} {curve.traffic}, {curve.packet_size}-flit packets")
-    ax.legend()
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format=path.rsplit(".", 1)[-1])
-    plt.close(fig)

@@ -40,10 +40,10 @@ def _predict(args: argparse.Namespace) -> int:
     from netsim.calibrate import Params, Spec, compare, experiments_from_trace, predict
     from netsim.calibrate.presets import save
     from netsim.topology import load, load_costs
+    from netsim.traces import read_trace
 
     from .._errors import ScenarioError
     from ._common import check_outputs
-    from .calibrate import read_traces
 
     check_outputs(
         {f"trace {t}": t for t in args.traces} | {"--params": args.params},
@@ -57,7 +57,7 @@ def _predict(args: argparse.Namespace) -> int:
             "bytes and latencies",
             file=sys.stderr,
         )
-    traces = read_traces(args.traces)
+    traces = [read_trace(t) for t in args.traces]
     spec = Spec.for_topology(topo, staged=staged, regimes=costs.regimes if costs else None)
     params = Params.load(spec, args.params, topo, staged)
     experiments, notes = [], []

@@ -7,6 +7,8 @@ Jobs on a shared cluster (scheduling, co-location, the scheduling environment) a
 
 from ._collectives import SweepTable as SweepTable
 from ._collectives import collective_sweep as collective_sweep
+from ._collectives import nccl_rows as nccl_rows
+from ._collectives import nccl_sizes as nccl_sizes
 from ._rings import RingPlan as RingPlan
 from ._rings import RingSearch as RingSearch
 from ._rings import crossings as crossings

@@ -16,7 +16,9 @@ from ..kernels import Program
 from ..workloads import Collective, Fabric
 from ..workloads.collectives import quantity
 
-__all__ = ["SweepTable", "collective_sweep"]
+__all__ = ["SweepTable", "collective_sweep", "nccl_rows", "nccl_sizes"]
+
+MAX_SIZES = 1000  # rows of one table: a typo such as -i 1 must not ask for millions of simulations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,3 +113,41 @@ def _scaled(scenario: Scenario, k: float) -> Scenario:
         flows=flows,
         tasks=tuple(dataclasses.replace(t, duration=t.duration * k) for t in scenario.tasks),
     )
+
+
+def nccl_sizes(min_bytes: int, max_bytes: int, factor: int, step: int) -> list[int]:
+    """nccl-tests' sizes (`-b min_bytes -e max_bytes -f factor -i step`): from min_bytes to max_bytes,
+    times `factor` when it is above 1, else plus `step`; ScenarioError naming the option otherwise."""
+    if min_bytes > max_bytes:
+        raise ScenarioError(f"-b: minimum size {min_bytes} is above the -e maximum {max_bytes}")
+    if factor < 1:
+        raise ScenarioError(f"-f: step factor must be an integer >= 1, got {factor}")
+    if factor == 1 and step < 1:
+        raise ScenarioError(f"-i: step must be at least 1 byte, got {step}")
+    if factor > 1 and min_bytes == 0:
+        raise ScenarioError("-b: a size of 0 never grows with -f; start at 1 byte or more")
+    sizes, size = [], min_bytes
+    while size <= max_bytes:
+        sizes.append(size)
+        if len(sizes) > MAX_SIZES:
+            raise ScenarioError(f"-b/-e/-f/-i: more than {MAX_SIZES} sizes; use a larger -f or -i")
+        size = size * factor if factor > 1 else size + step
+    return sizes
+
+
+def nccl_rows(kind: str, sizes: Sequence[int], n: int, word: int) -> list[tuple[int, int]]:
+    """(size B, count) per row as nccl-tests prints them for a collective `kind` on n ranks and `word`-byte
+    elements: element counts rounded down to whole words, and to a multiple of the ranks for the kinds
+    that split the buffer; rows left at 0 bytes and repeats are dropped. count is per rank for allgather,
+    reducescatter and alltoall, as nccl-tests prints it."""
+    split = kind in ("allgather", "reducescatter", "alltoall")
+    out, seen = [], set()
+    for size in sizes:
+        count = size // word
+        if split:
+            count = count // n * n
+        if count == 0 or count in seen:
+            continue
+        seen.add(count)
+        out.append((count * word, count // n if split else count))
+    return out

@@ -159,6 +159,13 @@ def _with_packets(topo: Topology, packets: bool, off_package: set[str]) -> Topol
     return dataclasses.replace(topo, links=links)
 
 
+def _latencies(latency_d2d, **given) -> dict[str, float]:
+    """A preset's latencies by link role (`given[role]` checked as `{role}_latency`), or all of them
+    `latency_d2d` when it is given."""
+    lats = {role: latency(v, f"{role}_latency") for role, v in given.items()}
+    return lats if latency_d2d is None else dict.fromkeys(lats, latency(latency_d2d, "latency_d2d"))
+
+
 def mi300x(
     *,
     xcd_bandwidth="2 TB/s",
@@ -205,14 +212,7 @@ def mi300x(
         packets: give the on-package links packet parameters (`ON_PACKAGE`), so that small transfers queue
             behind background load; False: fluid links (the package before load-dependent latency).
     """
-    lats = {
-        "xcd": latency(xcd_latency, "xcd_latency"),
-        "iod": latency(iod_latency, "iod_latency"),
-        "hbm": latency(hbm_latency, "hbm_latency"),
-        "host": latency(host_latency, "host_latency"),
-    }
-    if latency_d2d is not None:
-        lats = dict.fromkeys(lats, latency(latency_d2d, "latency_d2d"))
+    lats = _latencies(latency_d2d, xcd=xcd_latency, iod=iod_latency, hbm=hbm_latency, host=host_latency)
     xcd = bandwidth(xcd_bandwidth, "xcd_bandwidth")
     grid = [["iod0", "iod1"], ["iod2", "iod3"]]
     attached = [(f"xcd{i}", "xcd", (f"iod{i // 2}",), xcd, lats["xcd"]) for i in range(8)]
@@ -255,13 +255,7 @@ def mi250x(
         latency_d2d: when given, the latency of every link (s), overriding the three above.
         packets: give the GCD <-> GCD and HBM links packet parameters (`ON_PACKAGE`).
     """
-    lats = {
-        "gcd": latency(gcd_latency, "gcd_latency"),
-        "hbm": latency(hbm_latency, "hbm_latency"),
-        "host": latency(host_latency, "host_latency"),
-    }
-    if latency_d2d is not None:
-        lats = dict.fromkeys(lats, latency(latency_d2d, "latency_d2d"))
+    lats = _latencies(latency_d2d, gcd=gcd_latency, hbm=hbm_latency, host=host_latency)
     mem = bandwidth(hbm_bandwidth, "hbm_bandwidth")
     attached = [(f"hbm{i}", "hbm", (f"gcd{i // 4}",), mem, lats["hbm"]) for i in range(8)]
     attached.append(

@@ -43,7 +43,7 @@ from typing import Protocol
 
 from .._scenario import Link, ScenarioError, SharedResource
 from ._common import bandwidth, count, latency, transit_route
-from ._topology import Path, Topology, cable, link_class
+from ._topology import Path, SinglePath, Topology, cable, link_class
 
 GB = 1e9
 PCIE = 25.8 * GB
@@ -106,7 +106,7 @@ class HostStaged:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class PcieRouter:
+class PcieRouter(SinglePath):
     """Tree routing through host bridges, switches and NUMA nodes; the transport's route when p2p is off.
 
     Attributes:
@@ -128,12 +128,6 @@ class PcieRouter:
         if self.p2p or topo.kind[src] not in DEVICES or topo.kind[dst] not in DEVICES:
             return direct
         return tuple(self.transport.route(topo, self, src, dst))
-
-    def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
-        return [(1.0, self.route(topo, src, dst))]
-
-    def without(self, link_ids: frozenset[str]) -> PcieRouter:
-        return self
 
 
 def build_server(

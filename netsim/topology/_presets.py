@@ -54,47 +54,45 @@ def _rtx4090_8x(**kw) -> Topology:
     )
 
 
-def _a100_pairs(**kw) -> Topology:
-    # m08_4xA100PCIe_nvlinkpairs_p2p.txt: each GPU on its own NUMA node (2 sockets presumed: not stated);
-    # NV12 pairs 275.0 GB/s unidirectional (P2P writes, mean of 4) = 12 x 22.9; PCIe paths between pairs
-    # 21.6 (P2P writes, mean of the 8 SYS cells), used for the PCIe links and the socket link alike.
-    args = dict(
-        sockets=2,
-        numa_per_socket=2,
-        nvlink_pairs=12,
-        pcie_bandwidth=21.6 * GB,
-        socket_bandwidth=21.6 * GB,
-        nvlink_bandwidth=275.0 / 12 * GB,
-        name="a100-pcie-4x-nvlink-pairs",
-        device="A100",
-    )
-    return pcie_server(4, **(args | kw))
+def _pcie(gpus: int, **defaults) -> Callable[..., Topology]:
+    """A `pcie_server(gpus)` preset: `defaults`, under the keywords the caller gives."""
+    return lambda **kw: pcie_server(gpus, **(defaults | kw))
 
 
-def _a40_nv4(**kw) -> Topology:
-    # m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt: NODE within 0-3 and 4-7, SYS across, NV4 pairs;
-    # 2-GPU all_reduce over the bridge: busbw 47.4 GB/s (= link rate for 2 ranks) -> 11.9 per NVLink.
-    # No P2P PCIe figure in that file: the PCIe links keep the RTX 4090 Gen4 default (m01).
-    args = dict(sockets=2, nvlink_pairs=4, nvlink_bandwidth=47.4 / 4 * GB, name="a40-8x-nv4", device="A40")
-    return pcie_server(8, **(args | kw))
-
-
-def _titanrtx_8x(**kw) -> Topology:
-    # m09_8xTITANRTX_lambda_p2p.txt: pairs share a PCIe switch, P2P unsupported (every copy host-staged),
-    # 2 sockets presumed from the bus numbers; host-staged copies between non-sibling GPUs 11.4 GB/s
-    # (unidirectional, P2P=Disabled matrix) for the PCIe Gen3 links. The slower sibling pairs (9.9 GB/s)
-    # are not reproduced: in a flow model both directions of a switch link are independent.
-    args = dict(
-        sockets=2,
-        gpus_per_switch=2,
-        nics=0,
-        p2p=False,
-        pcie_bandwidth=11.4 * GB,
-        name="titanrtx-8x-lambda",
-        device="TITAN RTX",
-    )
-    return pcie_server(8, **(args | kw))
-
+# m08_4xA100PCIe_nvlinkpairs_p2p.txt: each GPU on its own NUMA node (2 sockets presumed: not stated);
+# NV12 pairs 275.0 GB/s unidirectional (P2P writes, mean of 4) = 12 x 22.9; PCIe paths between pairs
+# 21.6 (P2P writes, mean of the 8 SYS cells), used for the PCIe links and the socket link alike.
+_a100_pairs = _pcie(
+    4,
+    sockets=2,
+    numa_per_socket=2,
+    nvlink_pairs=12,
+    pcie_bandwidth=21.6 * GB,
+    socket_bandwidth=21.6 * GB,
+    nvlink_bandwidth=275.0 / 12 * GB,
+    name="a100-pcie-4x-nvlink-pairs",
+    device="A100",
+)
+# m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt: NODE within 0-3 and 4-7, SYS across, NV4 pairs;
+# 2-GPU all_reduce over the bridge: busbw 47.4 GB/s (= link rate for 2 ranks) -> 11.9 per NVLink.
+# No P2P PCIe figure in that file: the PCIe links keep the RTX 4090 Gen4 default (m01).
+_a40_nv4 = _pcie(
+    8, sockets=2, nvlink_pairs=4, nvlink_bandwidth=47.4 / 4 * GB, name="a40-8x-nv4", device="A40"
+)
+# m09_8xTITANRTX_lambda_p2p.txt: pairs share a PCIe switch, P2P unsupported (every copy host-staged),
+# 2 sockets presumed from the bus numbers; host-staged copies between non-sibling GPUs 11.4 GB/s
+# (unidirectional, P2P=Disabled matrix) for the PCIe links. The slower sibling pairs (9.9 GB/s)
+# are not reproduced: in a flow model both directions of a switch link are independent.
+_titanrtx_8x = _pcie(
+    8,
+    sockets=2,
+    gpus_per_switch=2,
+    nics=0,
+    p2p=False,
+    pcie_bandwidth=11.4 * GB,
+    name="titanrtx-8x-lambda",
+    device="TITAN RTX",
+)
 
 _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "mi300x": ("8 XCD + 4 IO dies (2 x 2 mesh) + 8 HBM3 stacks", mi300x),
@@ -102,23 +100,19 @@ _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "mi250x-node": ("4 MI250X packages joined at 50-100 GB/s (Frontier-like)", mi250x_node),
     "pcie-4gpu": (
         "1 socket, 4 GPUs on their own root ports, 1 NIC",
-        lambda **kw: pcie_server(4, **(dict(sockets=1, nics=1, name="pcie-4gpu") | kw)),
+        _pcie(4, sockets=1, nics=1, name="pcie-4gpu"),
     ),
     "pcie-4gpu-switch": (
         "1 socket, 4 GPUs and 1 NIC under one PCIe switch",
-        lambda **kw: pcie_server(
-            4, **(dict(sockets=1, gpus_per_switch=4, nics=1, name="pcie-4gpu-switch") | kw)
-        ),
+        _pcie(4, sockets=1, gpus_per_switch=4, nics=1, name="pcie-4gpu-switch"),
     ),
     "pcie-8gpu": (
         "2 sockets, 4 GPUs per socket on their own root ports, 2 NICs",
-        lambda **kw: pcie_server(8, **(dict(sockets=2, nics=2, name="pcie-8gpu") | kw)),
+        _pcie(8, sockets=2, nics=2, name="pcie-8gpu"),
     ),
     "pcie-8gpu-switch": (
         "2 sockets, 4 switches of 2 GPUs + 1 NIC",
-        lambda **kw: pcie_server(
-            8, **(dict(sockets=2, gpus_per_switch=2, nics=4, name="pcie-8gpu-switch") | kw)
-        ),
+        _pcie(8, sockets=2, gpus_per_switch=2, nics=4, name="pcie-8gpu-switch"),
     ),
     "rtx4090-8x-epyc7542": ("m01: 8 x RTX 4090, 2 x EPYC 7542 NPS4, 4 NICs", _rtx4090_8x),
     "a100-pcie-4x-nvlink-pairs": ("m08: 4 x A100 PCIe, NV12 bridges in pairs", _a100_pairs),

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 
 from .._scenario import ScenarioError
 from ._common import transit_route
-from ._topology import Path, Topology
+from ._topology import Path, SinglePath, Topology
 
 
 @dataclasses.dataclass(frozen=True)
-class Transit:
+class Transit(SinglePath):
     """Least latency, then fewest hops, forwarding only through nodes whose kind is in `kinds`."""
 
     kinds: frozenset[str]
@@ -22,15 +22,9 @@ class Transit:
     def route(self, topo: Topology, src: str, dst: str) -> Path:
         return transit_route(topo, src, dst, self.kinds)
 
-    def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
-        return [(1.0, self.route(topo, src, dst))]
-
-    def without(self, link_ids: frozenset[str]) -> Transit:
-        return self
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class DimensionOrder:
+class DimensionOrder(SinglePath):
     """XY (dimension-order) routing on a 2-D mesh or torus of router nodes.
 
     A packet first moves along its row (X) to the destination column, then along that column (Y).
@@ -108,12 +102,6 @@ class DimensionOrder:
                 return path
         relays = {n for row in self.grid for n in row} | {p for ps in self.parents.values() for p in ps}
         return transit_route(topo, src, dst, {topo.kind[n] for n in relays})
-
-    def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
-        return [(1.0, self.route(topo, src, dst))]
-
-    def without(self, link_ids: frozenset[str]) -> DimensionOrder:
-        return self
 
 
 @dataclasses.dataclass(frozen=True)

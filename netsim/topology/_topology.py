@@ -53,18 +53,22 @@ class Router(Protocol):
         ...
 
 
-@dataclasses.dataclass(frozen=True)
-class ShortestPath:
-    """Least latency, then fewest hops (netsim's default routing), over the surviving links."""
-
-    def route(self, topo: Topology, src: str, dst: str) -> Path:
-        return topo.graph.shortest_path(src, dst, where=f"route {src!r} -> {dst!r}")
+class SinglePath:
+    """A router's `paths` and `without` for fabrics that use one path per pair and keep no link state."""
 
     def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
         return [(1.0, self.route(topo, src, dst))]
 
-    def without(self, link_ids: frozenset[str]) -> ShortestPath:
+    def without(self, link_ids: frozenset[str]) -> Router:
         return self
+
+
+@dataclasses.dataclass(frozen=True)
+class ShortestPath(SinglePath):
+    """Least latency, then fewest hops (netsim's default routing), over the surviving links."""
+
+    def route(self, topo: Topology, src: str, dst: str) -> Path:
+        return topo.graph.shortest_path(src, dst, where=f"route {src!r} -> {dst!r}")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -68,14 +68,19 @@ class Trace:
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
-    """Reads every known table in the file at `path` (UTF-8, UTF-16 or UTF-32 text) and checks its
-    measured values against netsim's limits (`check_trace`).
+    """Reads every known table in the file at `path` (UTF-8, UTF-16 or UTF-32 text; a .h5 or .hdf5 file
+    written by `save_trace` is read by `load_trace`) and checks its measured values against netsim's
+    limits (`check_trace`).
 
     Raises:
         TraceError: "file:line: why" for a table that is malformed (truncated row, non-numeric cell,
             wrong column count, missing rows, a unit it does not know), for a value outside netsim's
             limits, or for a file with no known table at all.
     """
+    if os.fspath(path).lower().endswith((".h5", ".hdf5")):
+        from ._hdf5 import load_trace  # which imports this module
+
+        return load_trace(path)
     name = os.path.basename(os.fspath(path))
     text = read_text(path, errors="replace")  # logs carry other tools' bytes: never fail on those
     src = Lines(name, text.splitlines())
