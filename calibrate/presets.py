@@ -12,15 +12,12 @@ from __future__ import annotations
 import os
 
 from netsim.checks import to_json, write_atomic
-from netsim.topology import CALIBRATED, Topology, load_costs
+from netsim.topology import Topology, load_costs
 from netsim.topology import load as load_topology
 
 from ._model import Params, Spec
 
-__all__ = ["PRESETS", "load", "save"]
-
-#: calibration values by preset name (the same dicts as netsim.topology.CALIBRATED)
-PRESETS = CALIBRATED
+__all__ = ["load", "save"]
 
 
 def load(name: str | os.PathLike, *, p2p: bool | None = None) -> tuple[Topology, Spec, Params]:

@@ -38,10 +38,10 @@ def register(subparsers) -> None:
 
 def _predict(args: argparse.Namespace) -> int:
     from netsim.calibrate import Params, Spec, compare, experiments_from_trace, predict
-    from netsim.calibrate.presets import save
     from netsim.topology import load, load_costs
     from netsim.traces import read_trace
 
+    from .._checks import to_json, write_atomic
     from .._errors import ScenarioError
     from ._common import check_outputs
 
@@ -94,6 +94,7 @@ def _predict(args: argparse.Namespace) -> int:
             points.append(point | ({"status": int(st)} if st else {}))
         tables.append({"name": e.name, "kind": kind, "n_gpus": e.n_gpus, "points": points})
     if args.json:
-        save(args.json, {"params": args.params, "topology": topo.name, "tables": tables})
+        record = {"params": args.params, "topology": topo.name, "tables": tables}
+        write_atomic(args.json, to_json(record, indent=1))
         print(f"\nwrote {args.json}")
     return 0

@@ -30,7 +30,7 @@ from netsim.calibrate._model import P2P_COPY_BYTES
 
 from netsim import ScenarioError, SharedResource
 from netsim.data import trace_path
-from netsim.topology import Topology, cable, load, preset
+from netsim.topology import CALIBRATED, Topology, cable, load, preset
 from netsim.traces import read_trace
 
 GB = 1e9
@@ -281,7 +281,7 @@ def test_presets_load_and_cite_their_traces():
     topo, spec, params = presets.load("rtx4090-8x-epyc7542")
     assert topo.name == "rtx4090-8x-epyc7542" and len(params.log_shared) == len(spec.shared)
     values = params.to_values(spec)
-    ref = presets.PRESETS["rtx4090-8x-epyc7542"]
+    ref = CALIBRATED["rtx4090-8x-epyc7542"]
     assert values["link_classes"]["pcie"]["bandwidth"] == pytest.approx(
         ref["link_classes"]["pcie"]["bandwidth"]
     )
@@ -326,6 +326,6 @@ def test_preset_reproduces_its_fit():
     topo, spec, params = presets.load("rtx4090-8x-epyc7542")
     ar = read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
     (rep,) = report(params, experiments_from_trace(ar, spec, topo)).experiments
-    recorded = presets.PRESETS["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]
+    recorded = CALIBRATED["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]
     assert rep.mean_error == pytest.approx(recorded["mean_error"], abs=2e-3)
     assert rep.max_error == pytest.approx(recorded["max_error"], abs=2e-3)
