@@ -53,23 +53,15 @@ __all__ = [
     "home_memory",
     "host_memory",
     "host_route",
-    "memory_links",
     "p2p_scenario",
     "shm_scenario",
     "staged_scenario",
 ]
 
-_HUBS = frozenset({"socket", "cpu"})
-
 
 def _ends(topo: Topology, link_id: str) -> frozenset[str]:
     link = topo.link[link_id]
     return frozenset((topo.kind[link.src], topo.kind[link.dst]))
-
-
-def memory_links(topo: Topology) -> tuple[str, ...]:
-    """Ids of the links into and out of host memory (one end of kind "mem")."""
-    return tuple(x.id for x in topo.links if "mem" in _ends(topo, x.id))
 
 
 def home_memory(topo: Topology, device: str) -> str:
