@@ -152,6 +152,25 @@ def test_cli_table_and_json(tmp_path, capsys):
     assert "even power of two" in capsys.readouterr().err
 
 
+def test_clock_turns_cycles_into_seconds(tmp_path, capsys):
+    out = tmp_path / "curve.json"
+    args = ["latency", "--topology", "mesh:4x4", "--rates", "0.01,0.9", "--clock", "2", "--json", str(out)]
+    assert cli.main(args) == 0
+    assert "latency (ns)" in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["clock_hz"] == 2e9
+    first, last = doc["points"]
+    assert first["latency_s"] == pytest.approx(first["latency"] / 2e9, rel=1e-12)
+    assert last["latency"] is None and last["latency_s"] is None
+    with pytest.raises(NetsimError, match="clock: must be a finite frequency > 0 Hz, got -1"):
+        nl.booksim(clock_hz=-1.0)
+    with pytest.raises(NetsimError, match="has no clock"):
+        nl.latency_curve("mesh:4x4", rates=[0.01]).seconds(1.0)
+    with pytest.raises(SystemExit):  # argparse refuses it
+        cli.main(["latency", "--rates", "0.01", "--clock", "0"])
+    assert "must be a clock in GHz > 0, got '0'" in capsys.readouterr().err
+
+
 def test_topology_load_on_a_netsim_topology():
     from netsim.topology import mi300x
 
