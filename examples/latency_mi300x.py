@@ -86,7 +86,7 @@ def main() -> None:
 
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         ax.plot(per_xcd * 8, local, label="xcd0 -> hbm0 (local)")
-        ax.plot(per_xcd * 8, remote, label="xcd0 -> hbm7 (3 IO-die hops)")
+        ax.plot(per_xcd * 8, remote, label="xcd0 -> hbm7 (2 IO-die links each way)")
         ax.set_xlabel("background HBM reads, all 8 XCDs (GB/s)")
         ax.set_ylabel("64 B read (ns)")
         ax.set_title("mi300x preset: read latency under load")
