@@ -26,12 +26,13 @@ from netsim.kernels.latency import Router, load_latency
 
 from netsim.latency import Load, shape_load
 
-#: curves the coefficients are fitted on: two sizes, two packet sizes, uniform traffic
+#: curves the coefficients are fitted on: two sizes, three packet sizes, two VC counts, uniform traffic
 TRAIN = (
     "mesh4_uniform_ps1",
     "mesh4_uniform_ps20",
     "mesh8_uniform_ps1",
     "mesh8_uniform_ps4",
+    "mesh8_uniform_ps4_num_vcs4",
     "mesh8_uniform_ps20",
 )
 REACH = 0.9  # latency points up to this fraction of BookSim's saturation rate count
@@ -104,6 +105,7 @@ def _pack(curves: list[Curve]):
         load=np.stack([pad(x.load, width) for x in loads]),
         contention=np.stack([pad(x.contention, width) for x in loads]),
         divergence=np.stack([pad(x.divergence, width) for x in loads]),
+        exits=np.stack([pad(x.exits, width) for x in loads]),
         nodes=np.array([float(x.nodes) for x in loads]),
         hops=np.array([x.hops for x in loads]),
         flits=np.array([float(c.flits) for c in curves]),
@@ -119,11 +121,11 @@ def _pack(curves: list[Curve]):
 def predict(router: Router, batch: dict):
     """(latency [B, R], saturation [B]) of every packed curve under one router."""
 
-    def one(rate, load, contention, divergence, nodes, hops, flits, link, vcs, buffer):
+    def one(rate, load, contention, divergence, exits, nodes, hops, flits, link, vcs, buffer):
         service = flits * jnp.ones_like(load)
         # the curve's channel latency (torus: 2), usable VCs and buffer depth
         shaped = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, (link, vcs, buffer))
-        c = load_latency(rate, load, service, contention, divergence, nodes, hops, flits, shaped)
+        c = load_latency(rate, load, service, contention, divergence, exits, nodes, hops, flits, shaped)
         return c.latency, c.saturation
 
     return jax.vmap(one)(**batch)

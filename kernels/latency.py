@@ -11,10 +11,12 @@ cycles: a credit loop longer than a VC buffer throttles a packet's stream; where
 ports compete, allocation loses `overhead` cycles per packet and a packet longer than a buffer stays strung
 over channels while its head waits. Of a channel's cycles a share
 
-    efficiency = 1 / (1 + blocking * divergence[c] / vcs)
+    efficiency = 1 / (1 + blocking * divergence[c] * turnaround[c] / vcs)
 
 is usable under load (head-of-line blocking at the router's inputs takes the rest, less with more virtual
-channels to pass a blocked packet), so its utilization is rho = rate * load * holding / efficiency. A packet's
+channels to pass a blocked packet, more the longer a VC stays allocated to a packet: `turnaround`, from its
+allocation to its tail's credit back, longer over a slow link and shorter into a terminal than into the
+next router), so its utilization is rho = rate * load * holding / efficiency. A packet's
 latency, creation to tail ejection, is
 
     zero-load: base + hops * (pipeline + link) + (flits - 1)   (head through the routers, tail behind it)
@@ -46,7 +48,7 @@ class Router(eqx.Module):
     pipeline: Float[ArrayLike, ""]  # cycles a head flit spends in each router it crosses
     link: Float[ArrayLike, ""]  # cycles on each router-to-router channel
     base: Float[ArrayLike, ""]  # cycles outside the hops: injection, ejection and the first router
-    blocking: Float[ArrayLike, ""]  # head-of-line loss of a channel per unit divergence, times vcs
+    blocking: Float[ArrayLike, ""]  # head-of-line loss per unit divergence and turnaround cycle, times vcs
     vcs: Float[ArrayLike, ""]  # virtual channels per channel (BookSim's num_vcs)
     overhead: Float[ArrayLike, ""]  # cycles a channel loses per packet (allocation), on top of its flits
     buffer: Float[ArrayLike, ""]  # flits one virtual channel's buffer holds
@@ -89,10 +91,24 @@ def holding_time(
     return streamed + (router.overhead + router.wormhole * strung) * contention
 
 
-def channel_efficiency(router: Router, divergence: Float[Array, " C"]) -> Float[Array, " C"]:
+def vc_turnaround(router: Router, exits: Float[Array, " C"]) -> Float[Array, " C"]:
+    """Cycles an output VC stays allocated to a packet beyond its flits, as BookSim's wait_for_tail_credit
+    frees it: switch allocation and traversal here, the link, the next router's pipeline, then the tail's
+    credit back over the link after the credit delay. A channel into a terminal (share `exits` of its
+    packets leave the network at its end) has no next router: its 1-cycle channel and credit (BookSim's
+    ejection channels) after this router's pipeline."""
+    into_router = 2 * router.pipeline + 2 * router.link + router.credit
+    into_terminal = router.pipeline + 2.0
+    return exits * into_terminal + (1 - exits) * into_router
+
+
+def channel_efficiency(
+    router: Router, divergence: Float[Array, " C"], exits: Float[Array, " C"]
+) -> Float[Array, " C"]:
     """Usable share of each channel's cycles under load: what head-of-line blocking leaves. A packet blocked
-    at an input holds one of its virtual channels; the others pass it, so the loss falls as 1 / vcs."""
-    return 1 / (1 + router.blocking * divergence / router.vcs)
+    at an input holds one of its virtual channels for a turnaround; the others pass it, so the loss grows
+    with the turnaround and falls as 1 / vcs."""
+    return 1 / (1 + router.blocking * divergence * vc_turnaround(router, exits) / router.vcs)
 
 
 def saturation_rate(
@@ -101,12 +117,12 @@ def saturation_rate(
     service: Float[Array, " C"],
     contention: Float[Array, " C"],
     divergence: Float[Array, " C"],
+    exits: Float[Array, " C"],
     flits: Float[Array, ""],
 ) -> Float[Array, ""]:
     """Packets per node per cycle at which the busiest channel, or the injection channel, is full."""
-    busiest = jnp.max(
-        load * holding_time(router, service, contention) / channel_efficiency(router, divergence)
-    )
+    holding = holding_time(router, service, contention)
+    busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
     return jnp.minimum(1 / busiest, 1 / flits)
 
 
@@ -116,6 +132,7 @@ def load_latency(
     service: Float[Array, " C"],
     contention: Float[Array, " C"],
     divergence: Float[Array, " C"],
+    exits: Float[Array, " C"],
     nodes: Float[Array, ""],
     hops: Float[Array, ""],
     flits: Float[Array, ""],
@@ -133,13 +150,15 @@ def load_latency(
         divergence: the chance that a packet on the channel shares its input port with packets bound for other
             outputs (sum over ports of the port's share of the channel times the share of the port's packets
             that leave by another output): those block it at the head of the queue.
+        exits: the share of the channel's packets that leave the network at its end (1 on ejection
+            channels, 0 between routers).
         nodes: injecting nodes N: sum(load) / N is the mean number of channels a packet queues at.
         hops: router-to-router channels a packet crosses, averaged over packets.
         flits: flits per packet (its serialization behind the head, and its time on the injection channel).
         router: pipeline, channel and fitted queueing coefficients.
     """
     holding = holding_time(router, service, contention)
-    efficiency = channel_efficiency(router, divergence)
+    efficiency = channel_efficiency(router, divergence, exits)
     rho = rate[:, None] * (load * holding / efficiency)[None, :]
     full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
     wait = queueing_delay(
@@ -149,7 +168,7 @@ def load_latency(
     network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
     source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
-    saturation = saturation_rate(router, load, service, contention, divergence, flits)
+    saturation = saturation_rate(router, load, service, contention, divergence, exits, flits)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     return Curve(

@@ -25,6 +25,16 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _ghz(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a clock in GHz > 0, got {text!r}")
+    return value * 1e9
+
+
 def register(subparsers) -> None:
     """Adds the `latency` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser(
@@ -32,7 +42,8 @@ def register(subparsers) -> None:
         help="load-latency curve of a mesh or torus under synthetic traffic (BookSim2-style)",
         description="Average packet latency (creation to tail ejection, source queueing included) and "
         "accepted throughput at each offered rate, and the saturation rate, from netsim's steady-state "
-        "model (docs/latency.md). Rates in packets per node per cycle, latency in cycles.",
+        "model (docs/latency.md). Rates in packets per node per cycle, latency in cycles (and ns with "
+        "--clock).",
     )
     p.add_argument("--topology", default="mesh:8x8", help="mesh:KxK or torus:KxK (default mesh:8x8)")
     p.add_argument(
@@ -48,6 +59,11 @@ def register(subparsers) -> None:
         "--vcs", type=_positive, help="virtual channels per port (BookSim's num_vcs; preset's by default)"
     )
     p.add_argument("--buffer", type=_positive, help="flits per VC buffer (BookSim's vc_buf_size)")
+    p.add_argument(
+        "--clock",
+        type=_ghz,
+        help="the router's clock in GHz: latencies in ns as well (BookSim2 counts cycles only)",
+    )
     p.add_argument("--json", help="write {points: [{rate, latency, accepted}], saturation} to this .json")
     p.add_argument("--plot", help="draw the curve to this .png / .pdf / .svg (needs matplotlib)")
     p.set_defaults(handler=_latency)
@@ -60,11 +76,15 @@ def table(curve) -> str:
         f"({curve.router.num_vcs} VCs x {curve.router.vc_buf_size} flits)",
         f"zero-load latency {curve.zero_load:.2f} cycles; saturation {curve.saturation:.5g} packets/node/cycle",
         "",
-        f"{'rate':>10}  {'packet latency':>15}  {'accepted':>10}",
+        f"{'rate':>10}  {'packet latency':>15}  {'accepted':>10}"
+        + (f"  {'latency (ns)':>12}" if curve.router.clock_hz else ""),
     ]
     for r, lat, acc in zip(curve.rates, curve.latency, curve.accepted, strict=True):
         shown = f"{lat:15.2f}" if lat != float("inf") else f"{'saturated':>15}"
-        lines.append(f"{r:10.5g}  {shown}  {acc:10.5g}")
+        line = f"{r:10.5g}  {shown}  {acc:10.5g}"
+        if curve.router.clock_hz and lat != float("inf"):
+            line += f"  {float(curve.seconds(lat)) * 1e9:12.2f}"
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -83,6 +103,7 @@ def _latency(args: argparse.Namespace) -> int:
         router=args.router,
         vcs=args.vcs,
         buffer=args.buffer,
+        clock_hz=args.clock,
     )
     print(table(curve))
     if args.json:

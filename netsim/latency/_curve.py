@@ -40,8 +40,9 @@ class LatencyCurve:
         return np.asarray(cycles) / self.router.clock_hz
 
     def to_dict(self) -> dict:
-        """{"points": [{"rate", "latency", "accepted"}, ...], "saturation"}; latency null where saturated."""
-        return {
+        """{"points": [{"rate", "latency", "accepted"}, ...], "saturation"}; latency null where saturated;
+        with a clock also "clock_hz" and each point's "latency_s" (seconds)."""
+        doc = {
             "topology": self.topology,
             "traffic": self.traffic,
             "packet_size": self.packet_size,
@@ -53,11 +54,17 @@ class LatencyCurve:
             ],
             "saturation": self.saturation,
         }
+        if self.router.clock_hz is not None:
+            doc["clock_hz"] = self.router.clock_hz
+            for point in doc["points"]:
+                cycles = point["latency"]
+                point["latency_s"] = None if cycles is None else float(self.seconds(cycles))
+        return doc
 
 
 def latency_curves(specs: Sequence[dict], rates) -> list[LatencyCurve]:
     """Many curves in one vmapped call. Each spec: topology, traffic, packet_size, and optionally router
-    (preset name, default "booksim"), vcs, buffer."""
+    (preset name, default "booksim"), vcs, buffer, clock_hz."""
     rates = check_rates(rates)
     loads, flits, presets = [], [], []
     for spec in specs:
@@ -66,7 +73,11 @@ def latency_curves(specs: Sequence[dict], rates) -> list[LatencyCurve]:
             raise ScenarioError(f"packet_size: must be a whole number of flits >= 1, got {size!r}")
         loads.append(shape_load(spec["topology"], spec.get("traffic", "uniform")))
         flits.append(float(size))
-        presets.append(router_preset(spec.get("router", "booksim"), spec.get("vcs"), spec.get("buffer")))
+        presets.append(
+            router_preset(
+                spec.get("router", "booksim"), spec.get("vcs"), spec.get("buffer"), spec.get("clock_hz")
+            )
+        )
     with jax.enable_x64(True):  # cycles in float64; scoped, so the caller's config stays
         out = jax.device_get(curves(loads, flits, [p.router() for p in presets], rates))
     return [
@@ -97,9 +108,16 @@ def latency_curve(
     router: str = "booksim",
     vcs: int | None = None,
     buffer: int | None = None,
+    clock_hz: float | None = None,
 ) -> LatencyCurve:
-    """One load-latency curve (see LatencyCurve)."""
+    """One load-latency curve (see LatencyCurve); `clock_hz`: the router's clock, for latencies in seconds."""
     spec = dict(
-        topology=topology, traffic=traffic, packet_size=packet_size, router=router, vcs=vcs, buffer=buffer
+        topology=topology,
+        traffic=traffic,
+        packet_size=packet_size,
+        router=router,
+        vcs=vcs,
+        buffer=buffer,
+        clock_hz=clock_hz,
     )
     return latency_curves([spec], rates)[0]

@@ -31,6 +31,7 @@ class Load:
     load: np.ndarray  # packets per cycle per unit rate
     contention: np.ndarray  # 1 - sum over input ports of their share squared (see kernels.latency)
     divergence: np.ndarray  # head-of-line exposure at the channel's inputs (see kernels.latency)
+    exits: np.ndarray  # share of the channel's packets that leave the network at its end
     nodes: int
     hops: float  # router-to-router channels per packet, averaged
     channel_names: tuple[str, ...]
@@ -43,20 +44,26 @@ class Load:
 def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     """The loads of a BookSim pattern on a k-ary n-cube with dimension-order routing."""
     traffic = traffic_matrix(pattern, cube.k, cube.n, **pattern_args)
-    load, inputs = cube.channel_load(traffic)
+    load, inputs, wrapping = cube.channel_load(traffic)
     names = tuple(cube.channel_name(c) for c in range(cube.channels)) + tuple(
         f"eject{i}" for i in range(cube.nodes)
     )
     router = np.concatenate([np.arange(cube.channels) // (2 * cube.n), np.arange(cube.nodes)])
     contend, diverge = port_mix(load, inputs, router)
     # a packet may use only its class's share of the VCs on router-to-router channels (not on ejection,
-    # where BookSim's torus routing lifts the dateline split): as much blocking as with that many fewer VCs
-    diverge[: cube.channels] *= cube.vc_classes
+    # where BookSim's torus routing lifts the dateline split), shared with the packets of its class: a
+    # packet of a class carrying share s of the channel sees s of the load on vcs / classes VCs, as much
+    # blocking as the whole load on vcs / (classes * sum_s s**2) VCs (vcs / classes where one class
+    # carries it all, vcs where two split it evenly)
+    wrapped = np.where(load > 0, wrapping / np.where(load > 0, load, 1.0), 0.0)[: cube.channels]
+    diverge[: cube.channels] *= cube.vc_classes * (wrapped**2 + (1 - wrapped) ** 2)
+    exits = np.concatenate([np.zeros(cube.channels), np.ones(cube.nodes)])
     return Load(
         f"{cube.name} {pattern}",
         load,
         contend,
         diverge,
+        exits,
         cube.nodes,
         cube.mean_hops(traffic),
         names,
@@ -99,10 +106,10 @@ def check_rates(rates) -> np.ndarray:
     return r
 
 
-def _one(rate, load, service, contention, divergence, nodes, hops, flits, link, router):
+def _one(rate, load, service, contention, divergence, exits, nodes, hops, flits, link, router):
     router = eqx.tree_at(lambda r: r.link, router, jnp.where(jnp.isnan(link), router.link, link))
     service = jnp.where(jnp.isnan(service), flits, service)
-    return load_latency(rate, load, service, contention, divergence, nodes, hops, flits, router)
+    return load_latency(rate, load, service, contention, divergence, exits, nodes, hops, flits, router)
 
 
 @functools.cache
@@ -123,7 +130,7 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         raise ScenarioError(f"packet size: must be >= 1 flit, got {min(flits)}")
     rates = check_rates(rates)
     width = max(x.load.size for x in loads)
-    load, contend, diverge = (np.zeros((len(loads), width)) for _ in range(3))
+    load, contend, diverge, exits = (np.zeros((len(loads), width)) for _ in range(4))
     service = np.full((len(loads), width), np.nan)  # nan: the packet's flits
     for i, x in enumerate(loads):
         load[i, : x.load.size] = x.load
@@ -131,6 +138,7 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
             service[i, : x.load.size] = x.service
         contend[i, : x.load.size] = x.contention
         diverge[i, : x.load.size] = x.divergence
+        exits[i, : x.load.size] = x.exits
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
     stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
     return _batched()(
@@ -139,6 +147,7 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         service,
         contend,
         diverge,
+        exits,
         np.array([float(x.nodes) for x in loads]),
         np.array([x.hops for x in loads]),
         np.asarray(flits, dtype=float),

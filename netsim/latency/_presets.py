@@ -67,13 +67,24 @@ def _fitted() -> dict:
     return json.loads(resources.files("netsim.data").joinpath(FITTED).read_text())
 
 
-def booksim(vcs: int | None = None, buffer: int | None = None) -> RouterPreset:
+def _check_clock(clock_hz) -> float | None:
+    if clock_hz is None:
+        return None
+    if isinstance(clock_hz, bool) or not isinstance(clock_hz, (int, float)) or not 0 < clock_hz < math.inf:
+        raise ScenarioError(f"clock: must be a finite frequency > 0 Hz, got {clock_hz!r}")
+    return float(clock_hz)
+
+
+def booksim(vcs: int | None = None, buffer: int | None = None, clock_hz: float | None = None) -> RouterPreset:
     """BookSim2's mesh88_lat router with the fitted queueing coefficients; `vcs`/`buffer` (flits per VC) as
-    BookSim's num_vcs / vc_buf_size (fitted at 8 x 8; checked held out at 2 VCs x 4 flits, docs/latency.md)."""
+    BookSim's num_vcs / vc_buf_size (fitted at 8 x 8 and 4 x 8; checked held out at 2 VCs x 4 flits,
+    docs/latency.md). BookSim2 counts cycles and has no clock, so neither has the preset: `clock_hz`, the
+    clock of the router being modelled, turns its cycles into seconds."""
     fit = _fitted()["parameters"]
     for field, value in (("vcs", vcs), ("buffer", buffer)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ScenarioError(f"{field}: must be a whole number >= 1, got {value!r}")
+    clock_hz = _check_clock(clock_hz)
     return RouterPreset(
         name="booksim",
         pipeline=3.0,
@@ -86,6 +97,7 @@ def booksim(vcs: int | None = None, buffer: int | None = None) -> RouterPreset:
         num_vcs=vcs or 8,
         vc_buf_size=buffer or 8,
         credit_delay=2.0,
+        clock_hz=clock_hz,
         source="BookSim2 src/examples/mesh88_lat; coefficients fitted to BookSim2 (netsim/data/latency_booksim.json)",
     )
 
@@ -93,10 +105,12 @@ def booksim(vcs: int | None = None, buffer: int | None = None) -> RouterPreset:
 ROUTERS = {"booksim": booksim}
 
 
-def router_preset(name: str, vcs: int | None = None, buffer: int | None = None) -> RouterPreset:
+def router_preset(
+    name: str, vcs: int | None = None, buffer: int | None = None, clock_hz: float | None = None
+) -> RouterPreset:
     if name not in ROUTERS:
         raise ScenarioError(f"router: unknown preset {name!r}; choose one of {', '.join(ROUTERS)}")
-    return ROUTERS[name](vcs, buffer)
+    return ROUTERS[name](vcs, buffer, clock_hz)
 
 
 #: packetized links from public figures, in the per-link fields of netsim's links (SI units)

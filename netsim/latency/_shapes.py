@@ -61,13 +61,16 @@ class Cube:
             hops = hops + (np.minimum((y - x) % self.k, (x - y) % self.k) if self.torus else np.abs(y - x))
         return hops
 
-    def channel_load(self, traffic: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def channel_load(self, traffic: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Packets per cycle when every node injects 1 packet per cycle with pattern T[s, d].
 
-        Returns (load, inputs): load[c] on each of the channels, then on each node's ejection channel;
-        inputs[c, p] the part of it that enters its router through port p (2 * dim + direction of the
-        channel it arrived on; 2n: the router's own injection port). Ties on a torus split the packet's
-        weight between both ways.
+        Returns (load, inputs, wrapping): load[c] on each of the channels, then on each node's ejection
+        channel; inputs[c, p] the part of it that enters its router through port p (2 * dim + direction of
+        the channel it arrived on; 2n: the router's own injection port); wrapping[c] the part of load[c]
+        whose ring crossing in that dimension wraps around (k-1 -> 0 or 0 -> k-1): on a torus BookSim's
+        dim_order_torus puts those packets in one half of the VCs and the others in the other half, for
+        the whole dimension (its dor_next_torus picks the class once, on turning into the dimension).
+        Ties on a torus split the packet's weight between both ways.
         """
         k, n = self.k, self.n
         src, dst = np.nonzero(traffic)
@@ -76,6 +79,7 @@ class Cube:
         ports = 2 * n + 1
         size = (self.channels + self.nodes) * ports
         inputs = np.zeros(size)
+        wrapping = np.zeros(self.channels + self.nodes)
         for dim in range(n):
             sx, dx = (src // k**dim) % k, (dst // k**dim) % k
             ahead = (dx - sx) % k
@@ -91,9 +95,11 @@ class Cube:
                 w = np.where(tie, w / 2, w)
                 minus = np.where(tie, twin, 2 * ahead > k)
                 steps = np.where(minus, (k - ahead) % k, ahead)
+                wraps = np.where(minus, dx > sx, dx < sx)
             else:
                 minus = dx < sx
                 steps = np.abs(dx - sx)
+                wraps = np.zeros(src.size, bool)
             direction = minus.astype(int)
             # the packet moves along `dim` in the line through its current position: dims < dim are already
             # at the destination's coordinates, dims > dim still at the source's
@@ -104,10 +110,11 @@ class Cube:
                 channel = ((base + x * k**dim) * n + dim) * 2 + direction
                 entry = channel * ports + np.where(step == 0, port, 2 * dim + direction)
                 inputs += np.bincount(entry[on], w[on], minlength=size)
+                wrapping += np.bincount(channel[on & wraps], w[on & wraps], minlength=wrapping.size)
             port = np.where(steps > 0, 2 * dim + direction, port)
         inputs += np.bincount((self.channels + dst) * ports + port, w, minlength=size)
         inputs = inputs.reshape(-1, ports)
-        return inputs.sum(axis=1), inputs
+        return inputs.sum(axis=1), inputs, wrapping
 
     def mean_hops(self, traffic: np.ndarray) -> float:
         """Router-to-router hops averaged over packets (BookSim's "Hops average" counts one more: the

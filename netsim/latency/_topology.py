@@ -24,6 +24,7 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
         lid: i for i, lid in enumerate(links)
     }  # input port = the link it arrived on; len(links): injected
     inputs = np.zeros((len(links), len(links) + 1))
+    ending = np.zeros(len(links))  # packets whose path ends with the link
     total = hops = 0.0
     sources = set()
     for (src, dst), weight in traffic.items():
@@ -34,6 +35,8 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
         for lid in path:
             inputs[index[lid], prev] += weight
             prev = ports[lid]
+        if path:
+            ending[index[path[-1]]] += weight
         total += weight
         hops += weight * len(path)
         sources.add(src)
@@ -43,4 +46,5 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
     node_of = {n: i for i, n in enumerate(topo.nodes)}
     router = np.array([node_of[topo.link[lid].src] for lid in links])
     contend, diverge = port_mix(load, inputs, router, random_port=len(links))
-    return Load(name or topo.name, load, contend, diverge, len(sources), hops / total, tuple(links))
+    exits = np.where(load > 0, ending / np.where(load > 0, load, 1.0), 0.0)
+    return Load(name or topo.name, load, contend, diverge, exits, len(sources), hops / total, tuple(links))

@@ -37,6 +37,7 @@ def _one_queue(rate, flits, router):
         flits * one,
         one,
         0.0 * one,
+        one,  # an ejection channel: all its packets leave the network at its end
         jnp.asarray(1.0),
         jnp.asarray(0.0),
         jnp.asarray(flits),
@@ -69,6 +70,7 @@ def test_wait_is_bounded_by_the_buffer_and_cross_port_share():
         4 * jnp.ones(1),
         0.5 * jnp.ones(1),
         jnp.zeros(1),
+        jnp.ones(1),
         jnp.asarray(1.0),
         jnp.asarray(0.0),
         jnp.asarray(4.0),
@@ -78,10 +80,34 @@ def test_wait_is_bounded_by_the_buffer_and_cross_port_share():
     np.testing.assert_allclose(half.wait, full.wait / 2, rtol=1e-12)  # half the pairs never meet
 
 
+@pytest.mark.parametrize("exits, link", [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0), (0.25, 1.0)])
+def test_head_of_line_loss_by_hand(exits, link):
+    # a VC stays allocated to a packet: into the next router 2 pipelines + link and credit back + credit
+    # delay = 2*3 + 2*link + 2 cycles; into a terminal this router's pipeline + 1-cycle channel and credit
+    r = _router(blocking=0.05, vcs=4.0, link=link)
+    turnaround = exits * (3 + 2) + (1 - exits) * (2 * 3 + 2 * link + 2)
+    efficiency = 1 / (1 + 0.05 * 0.4 * turnaround / 4)
+    out = _latency(
+        jnp.asarray([0.01]),
+        jnp.asarray([2.0]),
+        jnp.asarray([4.0]),
+        jnp.asarray([0.5]),
+        jnp.asarray([0.4]),
+        jnp.asarray([exits]),
+        jnp.asarray(4.0),
+        jnp.asarray(1.0),
+        jnp.asarray(4.0),
+        r,
+    )
+    np.testing.assert_allclose(out.saturation, efficiency / (2.0 * 4.0), rtol=1e-12)
+    np.testing.assert_allclose(out.utilization[0, 0], 0.01 * 2.0 * 4.0 / efficiency, rtol=1e-12)
+
+
 def test_derivatives_match_finite_differences():
     load = jnp.asarray([0.5, 2.0, 1.0, 1.5])
     share = jnp.asarray([0.2, 0.5, 0.6, 0.4])
     diverge = jnp.asarray([0.1, 0.3, 0.2, 0.0])
+    exits = jnp.asarray([0.0, 0.0, 0.5, 1.0])
 
     def mean_latency(p):
         r = _router(base=p[0], blocking=p[1], overhead=p[2], wormhole=p[3], variability=p[4], buffer=2.0)
@@ -91,6 +117,7 @@ def test_derivatives_match_finite_differences():
             4 * jnp.ones(4),
             share,
             diverge,
+            exits,
             jnp.asarray(4.0),
             jnp.asarray(2.0),
             jnp.asarray(4.0),
