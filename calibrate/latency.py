@@ -22,8 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.kernels.latency import Router, load_latency
+from netsim.kernels.latency import Router
 
+import netsim
 from netsim.latency import Load, shape_load
 
 #: curves the coefficients are fitted on: two sizes, two packet sizes, uniform traffic
@@ -91,7 +92,7 @@ def stored_curves() -> list[Curve]:
 
 
 def _pack(curves: list[Curve]):
-    """Loads and rates stacked for one vmapped call; rates padded (mask) to the longest curve."""
+    """Loads and rates stacked for one `netsim.vmap_latency` call; rates padded (mask) to the longest curve."""
     loads: list[Load] = [shape_load(c.topology, c.traffic) for c in curves]
     width = max(x.load.size for x in loads)
     n_rates = max(c.rates.size for c in curves)
@@ -118,15 +119,23 @@ def _pack(curves: list[Curve]):
 
 def predict(router: Router, batch: dict):
     """(latency [B, R], saturation [B]) of every packed curve under one router."""
-
-    def one(rate, load, contention, divergence, nodes, hops, flits, link, vcs, buffer):
-        service = flits * jnp.ones_like(load)
-        # the curve's channel latency (torus: 2), usable VCs and buffer depth
-        shaped = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, (link, vcs, buffer))
-        c = load_latency(rate, load, service, contention, divergence, nodes, hops, flits, shaped)
-        return c.latency, c.saturation
-
-    return jax.vmap(one)(**batch)
+    # the curve's channel latency (torus: 2), usable VCs and buffer depth; a packet holds a channel for
+    # its flits
+    b = batch
+    shaped = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, (b["link"], b["vcs"], b["buffer"]))
+    service = b["flits"][:, None] * jnp.ones_like(b["load"])
+    c = netsim.vmap_latency(
+        b["rate"],
+        b["load"],
+        service,
+        b["contention"],
+        b["divergence"],
+        b["nodes"],
+        b["hops"],
+        b["flits"],
+        shaped,
+    )
+    return c.latency, c.saturation
 
 
 def _router(theta) -> Router:

@@ -46,6 +46,7 @@ def test_top_level_names():
         "batch_axes",
         "stack",  # batches
         "vmap_run",
+        "vmap_latency",
         "jvp_columns",  # the runner's traceable entries (calibration losses)
         "enable_compilation_cache",
         "Status",
