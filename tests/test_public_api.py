@@ -299,6 +299,7 @@ def test_trace_names():
         "RocmNuma",
         "TopoTable",
         "CsvTable",  # tables
+        "read_csv",  # one commented CSV table of any file name (job traces, DeepShare's tables)
         "parse_nvidia_smi_topo",
         "TopoMatrix",  # the nvidia-smi parser netsim.topology builds PCIe servers from
     }
