@@ -100,7 +100,7 @@ def _pack(curves: list[Curve]):
     def pad(a, n, fill=0.0):
         return np.concatenate([a, np.full(n - a.size, fill)])
 
-    batch = dict(
+    batch = dict(  # netsim.vmap_latency's arguments but service, then the router fields each curve sets
         rate=np.stack([pad(c.rates, n_rates, c.rates[0]) for c in curves]),
         load=np.stack([pad(x.load, width) for x in loads]),
         contention=np.stack([pad(x.contention, width) for x in loads]),
@@ -119,22 +119,13 @@ def _pack(curves: list[Curve]):
 
 def predict(router: Router, batch: dict):
     """(latency [B, R], saturation [B]) of every packed curve under one router."""
+    args = dict(batch)
     # the curve's channel latency (torus: 2), usable VCs and buffer depth; a packet holds a channel for
-    # its flits
-    b = batch
-    shaped = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, (b["link"], b["vcs"], b["buffer"]))
-    service = b["flits"][:, None] * jnp.ones_like(b["load"])
-    c = netsim.vmap_latency(
-        b["rate"],
-        b["load"],
-        service,
-        b["contention"],
-        b["divergence"],
-        b["nodes"],
-        b["hops"],
-        b["flits"],
-        shaped,
-    )
+    # its flits (traced here: as a host constant it changed the fit's last bits)
+    fields = tuple(args.pop(k) for k in ("link", "vcs", "buffer"))
+    shape = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, fields)
+    service = args["flits"][:, None] * jnp.ones_like(args["load"])
+    c = netsim.vmap_latency(**args, service=service, router=shape)
     return c.latency, c.saturation
 
 

@@ -38,16 +38,7 @@ CONSERVATION_RTOL = 1e-9
 # dimensions of one scenario's leaves, as kernels.run takes them
 _NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
 # dimensions of one curve's arguments, as kernels.latency.load_latency takes them (the router's: 0)
-_LATENCY_NDIM = {
-    "rate": 1,
-    "load": 1,
-    "service": 1,
-    "contention": 1,
-    "divergence": 1,
-    "nodes": 0,
-    "hops": 0,
-    "flits": 0,
-}
+_LATENCY_NDIM = dict(rate=1, load=1, service=1, contention=1, divergence=1, nodes=0, hops=0, flits=0)
 
 
 # --- traceable ------------------------------------------------------------------------------------------
