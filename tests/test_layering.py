@@ -1,5 +1,6 @@
-"""The layers and their one-way imports, read from the source: who may import whom, and no private name
-across packages. Also how the two folders kernels/ and calibrate/ join the netsim namespace.
+"""The layers and their one-way imports, read from the source: who may import whom, no private name
+across packages, and no vmap or shard_map outside kernels/ and the runner. Also how the two folders
+kernels/ and calibrate/ join the netsim namespace.
 
 The layer matrix (a module of the left-hand layer imports netsim code of the listed layers only; third-party
 and standard-library imports are free, except in the kernels):
