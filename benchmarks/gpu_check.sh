@@ -61,8 +61,7 @@ def measure(name, scenario, batch, seed=0):
     rng = np.random.default_rng(seed)
     cap = c.network.capacity[None, :] * rng.uniform(0.5, 2.0, (batch, c.network.capacity.shape[0]))
     lat = np.broadcast_to(c.network.latency, cap.shape).copy()
-    run = lambda cap, lat, prog: kernels.run(kernels.Network(cap, lat), prog, max_events=c.max_events)
-    fn = jax.jit(jax.vmap(run, in_axes=(0, 0, None)))
+    fn = jax.jit(lambda cap, lat, prog: netsim.vmap_run(kernels.Network(cap, lat), prog, max_events=c.max_events))
     args = jax.device_put((cap, lat, c.program))
     t0 = time.perf_counter(); jax.block_until_ready(fn(*args)); first = time.perf_counter() - t0
     best, s = float("inf"), None

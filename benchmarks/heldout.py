@@ -3,7 +3,7 @@
     python benchmarks/heldout.py            # ~6-7 min on 2 busy CPU cores; progress on stderr, tables on stdout
 
 Transports come from netsim.calibrate.transport (P2P, cudaMemcpy host staging, NCCL SHM); capacities
-and software costs are fitted with optax through `jax.vmap(netsim.kernels.run)`. Each row gives the
+and software costs (`netsim.CostModel`'s formula) are fitted with optax through `netsim.vmap_run`. Each row gives the
 in-sample error on the fitting data and the held-out error on data the fit never saw, beside a simple
 baseline (an alpha-beta fit on the same fitting data, or the plain uncalibrated topology). Errors are
 relative errors of bandwidth (busbw for collectives). See docs/heldout.md.
@@ -182,31 +182,42 @@ def lay_out(
     )
 
 
+def costs(theta) -> netsim.CostModel:
+    """The software costs of log-parameters theta in netsim.CostModel, the one formula netsim's
+    calibration fits: NCCL's LL and Simple regimes, blended at the hand-over; copies pay no overhead,
+    and host-staged ones carry bytes x (1 + staged inflation)."""
+    i = {n: k for k, n in enumerate(NAMES)}
+    pick = lambda *names: theta[jnp.asarray([i[n] for n in names])]
+    return netsim.CostModel(
+        log_overhead=pick("overhead LL", "overhead Simple"),
+        log_inefficiency=pick("inefficiency LL", "inefficiency Simple"),
+        log_threshold=pick("hand-over"),
+        log_width=jnp.log(WIDTH),
+        log_launch=jnp.asarray(-jnp.inf),  # exp(-inf): no launch cost, no copy overheads
+        log_copy_overhead=jnp.asarray(-jnp.inf),
+        log_staged_overhead=jnp.asarray(-jnp.inf),
+        # the staged factor is exp(exp(this)) = 1 + inflation
+        log_staged_inefficiency=jnp.log(jnp.log1p(jnp.exp(theta[i["staged inflation"]]))),
+    )
+
+
 def _times(theta, network, program, cls, step, staged):
     """Simulated time of every point under log-parameters theta (jit-compiled once per shape)."""
     cap = jnp.where(cls >= 0, jnp.exp(theta[jnp.maximum(cls, 0)]), network.capacity)
-    net = netsim.kernels.Network(cap, network.latency)
-    i = {n: k for k, n in enumerate(NAMES)}
-    x = jnp.log(jnp.maximum(step, 1.0))
-    w = jax.nn.sigmoid((x - theta[i["hand-over"]]) / WIDTH)  # weight of Simple
-    overhead = jnp.exp((1 - w) * theta[i["overhead LL"]] + w * theta[i["overhead Simple"]])
-    ineff = (1 - w) * jnp.exp(theta[i["inefficiency LL"]]) + w * jnp.exp(theta[i["inefficiency Simple"]])
-    coll = step > 0
-    # wire bytes per payload byte: 1 / efficiency for collectives, the staging pipeline's for staged copies
-    staging = jnp.where(staged > 0, 1 + jnp.exp(theta[i["staged inflation"]]), 1.0)
-    inflate = jnp.where(coll, jnp.exp(ineff), staging)
-    overhead = jnp.where(coll, overhead, 0.0)
-    n_res = cls.shape[0]
-
-    def one(prog, over, k):
-        real = prog.route[:, 0] < n_res
-        p = netsim.kernels.Program(
-            prog.route, prog.size * k, prog.release, jnp.where(real, prog.overhead + over, 0.0), prog.after
-        )
-        s = netsim.kernels.run(net, p, max_events=program.size.shape[1] * 2 + 16)
-        return jnp.max(jnp.where(real, s.finish, 0.0))
-
-    return jax.vmap(one)(program, overhead, inflate)
+    # collectives pay their step's overhead and carry bytes / efficiency; copies carry the staged factor
+    overhead, inflate = costs(theta).flow_costs(step, (step > 0).astype(step.dtype), staged > 0)
+    real = program.route[:, :, 0] < cls.shape[0]  # [B, F]: padded items have no hops
+    prog = netsim.kernels.Program(
+        program.route,
+        program.size * inflate[:, None],
+        program.release,
+        jnp.where(real, program.overhead + overhead[:, None], 0.0),
+        program.after,
+    )
+    s = netsim.vmap_run(
+        netsim.kernels.Network(cap, network.latency), prog, max_events=program.size.shape[1] * 2 + 16
+    )
+    return jnp.max(jnp.where(real, s.finish, 0.0), axis=1)
 
 
 times_jit = jax.jit(_times)

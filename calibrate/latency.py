@@ -22,8 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.kernels.latency import Router, load_latency
+from netsim.kernels.latency import Router
 
+import netsim
 from netsim.latency import Load, shape_load
 
 #: curves the coefficients are fitted on: two sizes, three packet sizes, two VC counts, uniform traffic
@@ -92,7 +93,7 @@ def stored_curves() -> list[Curve]:
 
 
 def _pack(curves: list[Curve]):
-    """Loads and rates stacked for one vmapped call; rates padded (mask) to the longest curve."""
+    """Loads and rates stacked for one `netsim.vmap_latency` call; rates padded (mask) to the longest curve."""
     loads: list[Load] = [shape_load(c.topology, c.traffic) for c in curves]
     width = max(x.load.size for x in loads)
     n_rates = max(c.rates.size for c in curves)
@@ -100,7 +101,7 @@ def _pack(curves: list[Curve]):
     def pad(a, n, fill=0.0):
         return np.concatenate([a, np.full(n - a.size, fill)])
 
-    batch = dict(
+    batch = dict(  # netsim.vmap_latency's arguments but service, then the router fields each curve sets
         rate=np.stack([pad(c.rates, n_rates, c.rates[0]) for c in curves]),
         load=np.stack([pad(x.load, width) for x in loads]),
         contention=np.stack([pad(x.contention, width) for x in loads]),
@@ -120,15 +121,14 @@ def _pack(curves: list[Curve]):
 
 def predict(router: Router, batch: dict):
     """(latency [B, R], saturation [B]) of every packed curve under one router."""
-
-    def one(rate, load, contention, divergence, exits, nodes, hops, flits, link, vcs, buffer):
-        service = flits * jnp.ones_like(load)
-        # the curve's channel latency (torus: 2), usable VCs and buffer depth
-        shaped = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, (link, vcs, buffer))
-        c = load_latency(rate, load, service, contention, divergence, exits, nodes, hops, flits, shaped)
-        return c.latency, c.saturation
-
-    return jax.vmap(one)(**batch)
+    args = dict(batch)
+    # the curve's channel latency (torus: 2), usable VCs and buffer depth; a packet holds a channel for
+    # its flits (traced here: as a host constant it changed the fit's last bits)
+    fields = tuple(args.pop(k) for k in ("link", "vcs", "buffer"))
+    shape = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, fields)
+    service = args["flits"][:, None] * jnp.ones_like(args["load"])
+    c = netsim.vmap_latency(**args, service=service, router=shape)
+    return c.latency, c.saturation
 
 
 def _router(theta) -> Router:

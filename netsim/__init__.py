@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 # Public names, loaded on first use (PEP 562): `import netsim` and `netsim --help` do not import JAX.
 _NAMES = {
     "._batch": ("Batch", "compile_batch", "stack"),
-    "._runner": ("BatchRun", "batch_axes", "jvp_columns", "run_batch", "vmap_run"),
+    "._runner": ("BatchRun", "batch_axes", "jvp_columns", "run_batch", "vmap_latency", "vmap_run"),
     "._cache": ("enable_compilation_cache",),
     "._compile": ("Compiled", "Shape", "compile_scenario"),
     "._costs": ("CostModel",),

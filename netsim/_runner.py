@@ -1,7 +1,8 @@
 """The one road into the engine: every vmap and shard_map outside kernels/, and the post-run check.
 
 Traceable (inside jit, jvp and grad, e.g. a calibration loss): `vmap_run` runs the engine on every point
-of a batch, `jvp_columns` gives Jacobian columns by vmapped JVPs. Host entries, which take NumPy inputs,
+of a batch, `vmap_latency` evaluates the load-latency model (kernels.latency) on every point of one,
+`jvp_columns` gives Jacobian columns by vmapped JVPs. Host entries, which take NumPy inputs,
 return NumPy results and apply the post-run check (`find_fault`) to every point that finished:
 `run_compiled` and `start_state`/`resume` (one scenario: `netsim.simulate`, kept in the executable cache)
 and `run_batch` (many: sweeps, studies, `Batch.run`). Which inputs of a batch vary per point is read from
@@ -26,7 +27,7 @@ from . import kernels
 from ._cache import executable
 from ._compile import Compiled, bucket
 from ._errors import ScenarioError, SimulationError, check_tolerance
-from .kernels import TIE, Network, Program, SimState, Status
+from .kernels import TIE, Network, Program, SimState, Status, latency
 
 #: per-point outputs `run_batch` can keep: SimState fields, and "makespan" (the last finish)
 OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name not in ("status", "events")))
@@ -36,9 +37,22 @@ CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
 CONSERVATION_RTOL = 1e-9
 # dimensions of one scenario's leaves, as kernels.run takes them
 _NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
+# dimensions of one curve's arguments, as kernels.latency.load_latency takes them (the router's: 0)
+_LATENCY_NDIM = dict(rate=1, load=1, service=1, contention=1, divergence=1, exits=1, nodes=0, hops=0, flits=0)
 
 
 # --- traceable ------------------------------------------------------------------------------------------
+
+
+def _axis(x, ndim: int, name: str) -> int | None:
+    """vmap's in_axis of one leaf that the kernel takes with `ndim` dimensions: 0 batched, None shared."""
+    if np.ndim(x) == ndim + 1:
+        return 0
+    if np.ndim(x) == ndim:
+        return None
+    raise ScenarioError(
+        f"{name}: expected {ndim} dimensions (shared) or {ndim + 1} (batched), got shape {np.shape(x)}"
+    )
 
 
 def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
@@ -48,23 +62,14 @@ def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
         ScenarioError: a leaf with neither the engine's number of dimensions nor one more.
     """
 
-    def axis(x, ndim: int, name: str):
-        if np.ndim(x) == ndim + 1:
-            return 0
-        if np.ndim(x) == ndim:
-            return None
-        raise ScenarioError(
-            f"{name}: expected {ndim} dimensions (shared) or {ndim + 1} (batched), got shape {np.shape(x)}"
-        )
-
-    net = [axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
+    net = [_axis(getattr(network, f), _NDIM[f], f"network.{f}") for f in ("capacity", "latency")]
     if network.packets is not None:
         net += [
-            axis(getattr(network.packets, f), 1, f"network.packets.{f}")
+            _axis(getattr(network.packets, f), 1, f"network.packets.{f}")
             for f in ("size", "header", "buffer", "variability")
         ]
     prog = [
-        axis(getattr(program, f), _NDIM[f], f"program.{f}")
+        _axis(getattr(program, f), _NDIM[f], f"program.{f}")
         for f in ("route", "size", "release", "overhead", "after")
     ]
     # the containers hold axes, not arrays: rebuild them from their tree structure, not their __init__
@@ -79,6 +84,21 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
     checks the returned `status` (and `find_fault` on the host, where it can)."""
     run = functools.partial(kernels.run, **options)
     return jax.vmap(run, in_axes=batch_axes(network, program))(network, program)
+
+
+def vmap_latency(
+    rate, load, service, contention, divergence, exits, nodes, hops, flits, router: latency.Router
+) -> latency.Curve:
+    """`kernels.latency.load_latency` on every point of a batch; traceable. An argument (or a field of
+    `router`) with one more dimension than the kernel takes varies per point, any other is shared by
+    every point (as `batch_axes` reads the engine's inputs): rate and the channel arrays take 1, nodes,
+    hops, flits and the router's fields 0. The Curve's fields gain a leading batch axis."""
+    args = (rate, load, service, contention, divergence, exits, nodes, hops, flits)
+    axes = [_axis(x, ndim, name) for x, (name, ndim) in zip(args, _LATENCY_NDIM.items(), strict=True)]
+    router_axes = jax.tree_util.tree_map_with_path(
+        lambda path, x: _axis(x, 0, "router" + jax.tree_util.keystr(path)), router
+    )
+    return jax.vmap(latency.load_latency, in_axes=(*axes, router_axes))(*args, router)
 
 
 def jvp_columns(fn: Callable, x: jax.Array, tangents: jax.Array):

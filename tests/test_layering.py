@@ -1,5 +1,6 @@
-"""The layers and their one-way imports, read from the source: who may import whom, and no private name
-across packages. Also how the two folders kernels/ and calibrate/ join the netsim namespace.
+"""The layers and their one-way imports, read from the source: who may import whom, no private name
+across packages, and no vmap or shard_map outside kernels/ and the runner. Also how the two folders
+kernels/ and calibrate/ join the netsim namespace.
 
 The layer matrix (a module of the left-hand layer imports netsim code of the listed layers only; third-party
 and standard-library imports are free, except in the kernels):
@@ -192,6 +193,36 @@ def test_no_private_import_across_packages():
             wrong.append(f"{path} ({package}) imports {what}, private to {owner}: export a public name there")
     assert not wrong, "\n".join(wrong)
     assert found == ALLOWED_PRIVATE, f"allowlisted but gone (remove them): {sorted(ALLOWED_PRIVATE - found)}"
+
+
+# vmap and shard_map, however imported (jax.vmap, from jax import vmap, equinox's filter_vmap, ...)
+MAPPING = {"vmap", "pmap", "shard_map", "filter_vmap", "filter_pmap"}
+#: the one module outside kernels/ that vmaps or shards: every batch of the engine or the latency model
+RUNNER = "netsim/_runner.py"
+
+
+def mappings(path: Path) -> list[int]:
+    """Line numbers where a file names a vmap or shard_map (a call, a decorator or an import)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        if name in MAPPING:
+            lines.append(node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            lines += [node.lineno for a in node.names if a.name in MAPPING]
+    return sorted(set(lines))
+
+
+def test_only_the_runner_vmaps_or_shards():
+    """Calibration, studies, the latency model and the benchmarks batch through the runner's entries
+    (netsim.vmap_run, vmap_latency, jvp_columns, run_batch), so that every batch of the engine takes one
+    road and gets the post-run check where it can. Kernels may vmap their own numerics. (examples/ show
+    users vmapping their own models, which is not netsim's batching.)"""
+    files = [ROOT / p for p, _, _ in modules() if not p.startswith("kernels/") and p != RUNNER]
+    files += sorted((ROOT / "benchmarks").rglob("*.py"))
+    wrong = [f"{f.relative_to(ROOT)}:{n}" for f in files for n in mappings(f)]
+    assert not wrong, f"vmap or shard_map outside kernels/ and {RUNNER} (use the runner's entries): {wrong}"
+    assert mappings(ROOT / RUNNER), "the runner maps nothing: the test would not notice a move"
 
 
 def test_installed_inside_the_netsim_namespace(tmp_path):

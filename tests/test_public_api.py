@@ -46,6 +46,7 @@ def test_top_level_names():
         "batch_axes",
         "stack",  # batches
         "vmap_run",
+        "vmap_latency",
         "jvp_columns",  # the runner's traceable entries (calibration losses)
         "enable_compilation_cache",
         "Status",
@@ -300,6 +301,7 @@ def test_trace_names():
         "RocmNuma",
         "TopoTable",
         "CsvTable",  # tables
+        "read_csv",  # one commented CSV table of any file name (job traces, DeepShare's tables)
         "parse_nvidia_smi_topo",
         "TopoMatrix",  # the nvidia-smi parser netsim.topology builds PCIe servers from
     }

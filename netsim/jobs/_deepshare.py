@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import ScenarioError
 from ..data import trace_path
-from ._trace_csv import read_csv
+from ..traces import read_csv
 from ._traffic import MODELS, Job
 
 __all__ = [
@@ -103,8 +103,9 @@ class DeepShareTable:
     @classmethod
     def load(cls, isolated: str | None = None, ratio: str | None = None) -> DeepShareTable:
         """Reads the tables (default: the shipped sched_deepshare_*.csv)."""
-        _, iso = read_csv(isolated or trace_path("sched_deepshare_isolated_thp.csv"))
-        header, tab = read_csv(ratio or trace_path("sched_deepshare_shared_thp_ratio.csv"))
+        iso = read_csv(isolated or trace_path("sched_deepshare_isolated_thp.csv")).rows
+        shared = read_csv(ratio or trace_path("sched_deepshare_shared_thp_ratio.csv"))
+        header, tab = shared.columns, shared.rows
         thp = {}
         for i, row in enumerate(iso):
             cfg = parse_key(row[0], where=f"isolated row {i + 1}")

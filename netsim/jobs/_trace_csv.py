@@ -1,39 +1,25 @@
-"""CSV files of jobs: the trace CSV of `netsim jobs` (one job per row, `arrival,model,gpus,nodes,iterations`;
-docs/jobs.md), and `read_csv`, which DeepShare's measured tables are read with too."""
+"""The trace CSV of `netsim jobs`: one job per row, `arrival,model,gpus,nodes,iterations` (docs/jobs.md),
+read by `netsim.traces.read_csv` and made into Jobs here."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Mapping, Sequence
 
 from .. import ScenarioError
+from ..traces import read_csv
 from ._traffic import Job
 
-__all__ = ["TRACE_COLUMNS", "format_job_trace", "read_csv", "read_job_trace"]
+__all__ = ["TRACE_COLUMNS", "format_job_trace", "read_job_trace"]
 
 TRACE_COLUMNS = ("arrival", "model", "gpus", "nodes", "iterations")
-
-
-def read_csv(path) -> tuple[list[str], list[list[str]]]:
-    """(header, rows) of a CSV whose "#" lines are comments; every row as long as the header."""
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = [r for r in csv.reader(line for line in f if not line.startswith("#")) if r]
-    except (OSError, csv.Error) as e:
-        raise ScenarioError(f"{path}: cannot read ({e})") from None
-    if not rows:
-        raise ScenarioError(f"{path}: no header row")
-    bad = [i for i, r in enumerate(rows[1:], 1) if len(r) != len(rows[0])]
-    if bad:
-        raise ScenarioError(f"{path}: row {bad[0]} has {len(rows[bad[0]])} cells, the header {len(rows[0])}")
-    return rows[0], rows[1:]
 
 
 def read_job_trace(path) -> list[Job]:
     """Jobs from a trace CSV: a header with `arrival,model,gpus,nodes,iterations` (any order; an `id`
     column optional, default "j{row}"; `nodes` optional and informational; "#" lines are comments).
     Models are names of MODELS."""
-    header, rows = read_csv(path)
+    table = read_csv(path)
+    header, rows = table.columns, table.rows
     missing = [c for c in TRACE_COLUMNS if c != "nodes" and c not in header]
     if missing:
         raise ScenarioError(f"{path}: missing column(s) {missing}; expected {','.join(TRACE_COLUMNS)}")

@@ -1,7 +1,8 @@
 """Load-latency curves of mesh/torus shapes or netsim topologies: the host side of kernels.latency.
 
 `Load` is what the kernel needs of a (shape, traffic) pair; `curves` evaluates many (load, packet size,
-router) triples at once in one jitted, vmapped call (channel counts padded to the largest with idle channels).
+router) triples at once in one jitted call of `netsim.vmap_latency` (channel counts padded to the largest
+with idle channels).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import functools
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .._errors import ScenarioError
-from ..kernels.latency import Curve, Router, load_latency
+from .._runner import vmap_latency
+from ..kernels.latency import Curve, Router
 from ._shapes import Cube, parse_shape
 from ._traffic import traffic_matrix
 
@@ -106,15 +107,9 @@ def check_rates(rates) -> np.ndarray:
     return r
 
 
-def _one(rate, load, service, contention, divergence, exits, nodes, hops, flits, link, router):
-    router = eqx.tree_at(lambda r: r.link, router, jnp.where(jnp.isnan(link), router.link, link))
-    service = jnp.where(jnp.isnan(service), flits, service)
-    return load_latency(rate, load, service, contention, divergence, exits, nodes, hops, flits, router)
-
-
 @functools.cache
 def _batched():
-    return jax.jit(jax.vmap(_one))
+    return jax.jit(vmap_latency)
 
 
 def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: np.ndarray) -> Curve:
@@ -131,7 +126,8 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     rates = check_rates(rates)
     width = max(x.load.size for x in loads)
     load, contend, diverge, exits = (np.zeros((len(loads), width)) for _ in range(4))
-    service = np.full((len(loads), width), np.nan)  # nan: the packet's flits
+    flits = np.asarray(flits, dtype=float)
+    service = np.repeat(flits[:, None], width, axis=1)  # a packet holds a channel for its flits
     for i, x in enumerate(loads):
         load[i, : x.load.size] = x.load
         if x.service is not None:
@@ -139,10 +135,15 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         contend[i, : x.load.size] = x.contention
         diverge[i, : x.load.size] = x.divergence
         exits[i, : x.load.size] = x.exits
+    # the shape's cycles per router-to-router channel where it fixes them, else the router's
+    routers = [
+        r if x.link is None else eqx.tree_at(lambda t: t.link, r, np.float64(x.link))
+        for r, x in zip(routers, loads, strict=True)
+    ]
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
     stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
     return _batched()(
-        np.broadcast_to(rates, (len(loads), rates.size)),
+        rates,  # shared by every curve
         load,
         service,
         contend,
@@ -150,7 +151,6 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         exits,
         np.array([float(x.nodes) for x in loads]),
         np.array([x.hops for x in loads]),
-        np.asarray(flits, dtype=float),
-        np.array([np.nan if x.link is None else x.link for x in loads]),
+        flits,
         stacked,
     )

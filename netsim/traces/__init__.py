@@ -5,6 +5,7 @@ appear in logs, READMEs and notes.
     trace = netsim.traces.read_trace("m01_..._allreduce_p2p_on.txt")   # every known table in the file
     (table,) = trace.nccl("all_reduce")
 
+`read_csv(path)` reads one commented CSV table of any file name (job traces, DeepShare's tables).
 `read_trace(path)` finds every known table in a file (UTF-8, UTF-16 or UTF-32 text), wherever it sits
 between prose, command lines and other tools' output. Values are converted to SI on reading (bytes, s,
 bytes/s; nccl-tests and the CUDA samples both mean 1e9 bytes by "GB") and checked against netsim's limits.
@@ -19,6 +20,7 @@ One module per format (`_nccl`, `_p2p`, `_nvsmi`, `_rocm`, `_csv`) over one read
 
 from ._core import TraceError as TraceError
 from ._csv import CsvTable as CsvTable
+from ._csv import read_csv as read_csv
 from ._hdf5 import load_trace as load_trace
 from ._hdf5 import save_trace as save_trace
 from ._nccl import NcclDevice as NcclDevice

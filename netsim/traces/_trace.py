@@ -10,7 +10,7 @@ from .._checks import read_text
 from .._errors import ScenarioError
 from . import _nccl, _nvsmi, _p2p, _rocm
 from ._core import Lines, TraceError, comment
-from ._csv import CsvTable, read_csv
+from ._csv import CsvTable, parse_csv
 from ._nccl import NcclTable
 from ._nvsmi import TopoTable
 from ._p2p import P2PMatrix
@@ -85,7 +85,7 @@ def read_trace(path: str | os.PathLike) -> Trace:
     text = read_text(path, errors="replace")  # logs carry other tools' bytes: never fail on those
     src = Lines(name, text.splitlines())
     if name.lower().endswith(".csv"):
-        tables: list[Table] = [read_csv(src)]
+        tables: list[Table] = [parse_csv(src)]
     else:
         tables = []
         i, since = 0, 0  # `since`: first line after the previous table (context for op, ranks, title)

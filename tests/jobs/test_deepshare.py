@@ -6,6 +6,7 @@ import pytest
 
 from netsim import ScenarioError
 from netsim.jobs import MODELS, DeepShareTable, deepshare_mix, parse_key
+from netsim.traces import TraceError
 
 
 def test_shipped_tables_and_their_scatter():
@@ -40,5 +41,5 @@ def test_bad_tables_are_clear_errors(tmp_path):
     with pytest.raises(ScenarioError, match="isolated row 1 \\('MoE,2,2'\\): expected a number, got 'fast'"):
         DeepShareTable.load(str(iso))
     iso.write_text(',isol_thp\n"MoE,2,2",1.0,3\n')
-    with pytest.raises(ScenarioError, match="row 1 has 3 cells, the header 2"):
+    with pytest.raises(TraceError, match=r"iso\.csv:2: CSV row has 3 cells, the header has 2"):
         DeepShareTable.load(str(iso))

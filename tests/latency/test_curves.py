@@ -128,6 +128,32 @@ def test_many_curves_in_one_call_equal_one_at_a_time():
         assert got.saturation == one.saturation
 
 
+def test_vmap_latency_shares_what_has_no_batch_axis():
+    """netsim.vmap_latency against the kernel called once per curve: a shared router and rates, batched
+    loads; a leaf of neither rank is named before tracing."""
+    import equinox as eqx
+    import jax
+    from netsim.kernels.latency import load_latency
+
+    from netsim import ScenarioError, vmap_latency
+
+    loads = [nl.shape_load("mesh:4x4", "uniform"), nl.shape_load("mesh:4x4", "transpose")]
+    router, rates = nl.router_preset("booksim").router(), np.array([0.02, 0.1])
+    stack = lambda f: np.stack([getattr(x, f) for x in loads])
+    args = (stack("load"), stack("load") * 0 + 2.0, stack("contention"), stack("divergence"), stack("exits"))
+    shared = (np.float64(16), np.array([x.hops for x in loads]), np.float64(2))
+    with jax.enable_x64(True):
+        both = jax.jit(vmap_latency)(rates, *args, *shared, router)
+        for i in range(2):
+            one = jax.jit(load_latency)(
+                rates, *(a[i] for a in args), shared[0], shared[1][i], shared[2], router
+            )
+            np.testing.assert_array_equal(both.latency[i], one.latency)
+            assert both.saturation[i] == one.saturation
+    with pytest.raises(ScenarioError, match=r"router\.link: expected 0 dimensions \(shared\) or 1"):
+        vmap_latency(rates, *args, *shared, eqx.tree_at(lambda r: r.link, router, np.ones((2, 2))))
+
+
 def test_cli_table_and_json(tmp_path, capsys):
     out = tmp_path / "curve.json"
     args = [
