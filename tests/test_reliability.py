@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -173,3 +174,56 @@ def test_workload_files_garbled_or_in_other_encodings(tmp_path):
         path = tmp_path / f"w-{encoding}.txt"
         path.write_text(text, encoding=encoding)
         assert _is_simai(path) and dataclasses.replace(read_simai(path), name=want.name) == want
+
+
+def test_full_disk_ends_in_one_oserror_naming_the_file(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    result = netsim.simulate(Scenario(LINKS, [Flow("f1", "a", "c", 1e6)]))
+    real_fdopen = os.fdopen
+
+    class Full:
+        def __init__(self, fd, mode):
+            self.f = real_fdopen(fd, mode)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fdopen", Full)
+    for name in ("o.h5", "o.json"):  # HDF5 is built in memory: the disk sees one plain write
+        with pytest.raises(OSError, match=rf"cannot write '.*{name}': No space left on device"):
+            result.save(tmp_path / name)
+    assert list(tmp_path.iterdir()) == []  # no partial file, no temporary left
+
+
+def test_long_values_are_abbreviated_in_errors_and_summaries():
+    from netsim import Task
+
+    big = "x" * 1_000_000
+    cases = [
+        (Scenario(LINKS, [Flow(big, "a", "b", 1.0), Flow(big, "a", "b", 1.0)]), "duplicate id 'xxx"),
+        (Scenario(LINKS, [Flow("f", "a", big, 1.0)]), "dst: unknown node 'xxx"),
+        (
+            Scenario(
+                LINKS,
+                [Flow("f", "a", "b", 1.0)],
+                [Task(f"t{i}", "g", 1.0, after=(f"t{(i + 1) % 3000}",)) for i in range(3000)],
+            ),
+            "'t0' waits on 't1' waits on 't2' waits on 't3' waits on 't4' waits on ... (2993 more) waits on",
+        ),
+    ]
+    for scenario, message in cases:
+        with pytest.raises(netsim.ScenarioError, match=re.escape(message)) as e:
+            netsim.compile_scenario(scenario)
+        assert len(str(e.value)) < 300  # was 1,000,059 and 49,937 characters
+    assert len(str(netsim.NetsimError("y" * 10**6))) < 2100  # any message: its start and end
+    # a summary shows the start of a long description (wrapping 50 MB of it was quadratic)
+    r = netsim.simulate(Scenario(LINKS, [Flow("f", "a", "b", 1.0)], description="z" * 5_000_000))
+    assert len(r.summary()) < 3000 and "(4,999,000 more characters)" in r.summary()

@@ -93,7 +93,10 @@ def _jobs(args: argparse.Namespace) -> int:
     if servers < 1 or per < 1:
         raise ScenarioError(f"--cluster: expected SxG with S, G >= 1, got {args.cluster!r}")
     jobs = read_job_trace(args.trace)
-    topo = deepshare_cluster(servers, per)
+    try:
+        topo = deepshare_cluster(servers, per)
+    except ScenarioError as e:  # a cluster the builders refuse: say which option made it
+        raise ScenarioError(f"--cluster {args.cluster}: {e}") from None
     paces = Paces(topo)
     results = {}
     for name in policies:
