@@ -227,3 +227,18 @@ def test_long_values_are_abbreviated_in_errors_and_summaries():
     # a summary shows the start of a long description (wrapping 50 MB of it was quadratic)
     r = netsim.simulate(Scenario(LINKS, [Flow("f", "a", "b", 1.0)], description="z" * 5_000_000))
     assert len(r.summary()) < 3000 and "(4,999,000 more characters)" in r.summary()
+
+
+def test_plots_take_the_path_second_and_label_bandwidth_values_in_gb_s(tmp_path):
+    pytest.importorskip("matplotlib")
+    from netsim import plots
+    from netsim.sweep import load_spec
+
+    r = netsim.simulate(Scenario(LINKS, [Flow("f1", "a", "c", 1e6)]))
+    fig = plots.plot_link_utilization(r, tmp_path / "u.png")  # as plot_timeline(result, "t.png")
+    assert (tmp_path / "u.png").stat().st_size > 0 and fig is not None
+    axes = [{"name": "bw", "kind": "bandwidth", "links": "ab", "value": ["10 GB/s", "25 GB/s"]}]
+    sweep = load_spec(_spec(tmp_path, axes)).run(progress=False)
+    ax = plots.plot_sweep(sweep, tmp_path / "s.png").axes[0]
+    assert ax.get_xlabel() == "bw (GB/s)"
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), [10.0, 25.0])

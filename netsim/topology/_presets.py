@@ -239,7 +239,10 @@ def load(
         return cluster
     values = read_calibration(name)
     if values is not None:
-        return from_calibration(values, p2p=p2p, transport=transport, where=name)
+        topo = from_calibration(values, p2p=p2p, transport=transport, where=name)
+        if os.path.isfile(name):  # a calibration file: outputs are labelled with its name, not its base's
+            topo = dataclasses.replace(topo, name=os.path.splitext(os.path.basename(name))[0])
+        return topo
     if name in _BUILDERS:
         return base_topology(name, p2p=p2p, transport=transport)
     if not os.path.isfile(name):
