@@ -242,3 +242,19 @@ def test_plots_take_the_path_second_and_label_bandwidth_values_in_gb_s(tmp_path)
     ax = plots.plot_sweep(sweep, tmp_path / "s.png").axes[0]
     assert ax.get_xlabel() == "bw (GB/s)"
     np.testing.assert_allclose(ax.lines[0].get_xdata(), [10.0, 25.0])
+
+
+def test_calibration_and_topo_files_in_utf16_and_a_garbage_topo_entry(tmp_path):
+    from netsim import topology
+
+    values = topology.read_calibration("rtx4090-8x-epyc7542")
+    (tmp_path / "cal16.json").write_text(json.dumps(values), encoding="utf-16")
+    assert topology.load(tmp_path / "cal16.json").links == topology.load("rtx4090-8x-epyc7542").links
+    text = (Path(netsim.__file__).parent / "data" / "traces" / "m01_8x4090_2xEPYC7542_topo.txt").read_text()
+    (tmp_path / "topo16.txt").write_text(text, encoding="utf-16")
+    (tmp_path / "topo8.txt").write_text(text)
+    assert topology.load(tmp_path / "topo16.txt").links == topology.load(tmp_path / "topo8.txt").links
+    values["topology"] = {"nvidia_smi_topo": "FOO BAR\nGPU0 X\n", "name": "m"}
+    (tmp_path / "cal.json").write_text(json.dumps(values))
+    with pytest.raises(netsim.ScenarioError, match=r"cal\.json: topology\.nvidia_smi_topo: nvidia-smi topo"):
+        topology.load(tmp_path / "cal.json")
