@@ -261,10 +261,15 @@ def atomic_path(path: str | os.PathLike, *, durable: bool = False) -> Iterator[s
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
     """Writes `data` (text as UTF-8) to `path` through `atomic_path`; the file gets the usual permissions."""
     raw = data.encode() if isinstance(data, str) else data
-    with atomic_path(path) as tmp:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)  # 0o666 less the umask, like open()
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+    try:
+        with atomic_path(path) as tmp:
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666
+            )  # 0o666 less the umask, like open()
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+    except OSError as e:  # a full disk, a quota: one message naming the file (the old one is kept)
+        raise OSError(e.errno, f"cannot write {os.fspath(path)!r}: {e.strerror or e}") from None
 
 
 def check_writable(path: str | os.PathLike, field: str) -> None:

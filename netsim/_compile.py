@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from ._checks import number as check_number
+from ._checks import show
 from ._errors import ScenarioError
 from ._routing import LinkGraph
 from ._scenario import Scenario
@@ -262,7 +263,7 @@ def _packets(scenario: Scenario, n_resources: int) -> Packets | None:
 def _check_links(scenario: Scenario) -> LinkGraph:
     seen: dict[str, int] = {}
     for i, link in enumerate(scenario.links):
-        where = f"links[{i}] (id {link.id!r})"
+        where = f"links[{i}] (id {show(link.id)})"
         for name in ("id", "src", "dst"):
             if not isinstance(getattr(link, name), str) or not getattr(link, name):
                 raise ScenarioError(
@@ -272,7 +273,9 @@ def _check_links(scenario: Scenario) -> LinkGraph:
             raise ScenarioError(f"{where}: duplicate link id (also links[{seen[link.id]}])")
         seen[link.id] = i
         if link.src == link.dst:
-            raise ScenarioError(f"{where}.dst: a link must join two different nodes, got {link.dst!r} twice")
+            raise ScenarioError(
+                f"{where}.dst: a link must join two different nodes, got {show(link.dst)} twice"
+            )
         check_number(link.bandwidth, f"{where}.bandwidth", positive=True)
         check_number(link.latency, f"{where}.latency")
     return LinkGraph(scenario.links)
@@ -282,9 +285,9 @@ def _check_shared(scenario: Scenario) -> None:
     links = {link.id for link in scenario.links}
     seen: dict[str, str] = {}
     for i, r in enumerate(scenario.shared):
-        where = f"shared[{i}] (id {r.id!r})"
+        where = f"shared[{i}] (id {show(r.id)})"
         if not isinstance(r.id, str) or not r.id:
-            raise ScenarioError(f"shared[{i}].id: must be a non-empty string, got {r.id!r}")
+            raise ScenarioError(f"shared[{i}].id: must be a non-empty string, got {show(r.id)}")
         if r.id in links or r.id in seen:
             raise ScenarioError(
                 f"{where}.id: duplicate resource id (link and shared resource ids share one namespace)"
@@ -296,7 +299,7 @@ def _check_shared(scenario: Scenario) -> None:
         for name in ("links", "via"):
             for j, lid in enumerate(getattr(r, name)):
                 if lid not in links:
-                    raise ScenarioError(f"{where}.{name}[{j}]: unknown link id {lid!r}")
+                    raise ScenarioError(f"{where}.{name}[{j}]: unknown link id {show(lid)}")
 
 
 def _check_ids(scenario: Scenario) -> dict[str, int]:
@@ -304,10 +307,10 @@ def _check_ids(scenario: Scenario) -> dict[str, int]:
     for kind, items in (("flows", scenario.flows), ("tasks", scenario.tasks)):
         for i, item in enumerate(items):
             if not isinstance(item.id, str) or not item.id:
-                raise ScenarioError(f"{kind}[{i}].id: must be a non-empty string, got {item.id!r}")
+                raise ScenarioError(f"{kind}[{i}].id: must be a non-empty string, got {show(item.id)}")
             if item.id in index:
                 raise ScenarioError(
-                    f"{kind}[{i}].id: duplicate id {item.id!r} (flow and task ids share one namespace)"
+                    f"{kind}[{i}].id: duplicate id {show(item.id)} (flow and task ids share one namespace)"
                 )
             index[item.id] = len(index)
     return index
@@ -316,14 +319,14 @@ def _check_ids(scenario: Scenario) -> dict[str, int]:
 def _check_flows(scenario: Scenario, graph: LinkGraph) -> list[tuple[str, ...]]:
     routes = []
     for i, flow in enumerate(scenario.flows):
-        where = f"flows[{i}] (id {flow.id!r})"
+        where = f"flows[{i}] (id {show(flow.id)})"
         check_number(flow.bytes, f"{where}.bytes")
         check_number(flow.start, f"{where}.start")
         check_number(flow.overhead, f"{where}.overhead")
         for name in ("src", "dst"):
             node = getattr(flow, name)
             if node not in graph.out:
-                raise ScenarioError(f"{where}.{name}: unknown node {node!r}")
+                raise ScenarioError(f"{where}.{name}: unknown node {show(node)}")
         if flow.route is None:
             routes.append(graph.shortest_path(flow.src, flow.dst, where=f"{where}.route"))
         else:
@@ -334,9 +337,9 @@ def _check_flows(scenario: Scenario, graph: LinkGraph) -> list[tuple[str, ...]]:
 
 def _check_tasks(scenario: Scenario) -> None:
     for i, task in enumerate(scenario.tasks):
-        where = f"tasks[{i}] (id {task.id!r})"
+        where = f"tasks[{i}] (id {show(task.id)})"
         if not isinstance(task.device, str) or not task.device:
-            raise ScenarioError(f"{where}.device: must be a non-empty string, got {task.device!r}")
+            raise ScenarioError(f"{where}.device: must be a non-empty string, got {show(task.device)}")
         check_number(task.duration, f"{where}.duration")
         check_number(task.start, f"{where}.start")
 
@@ -349,9 +352,11 @@ def _check_acyclic(scenario: Scenario, index: dict[str, int]) -> None:
     for item, where in zip(items, kinds, strict=True):
         for j, dep in enumerate(item.after):
             if dep not in index:
-                raise ScenarioError(f"{where} (id {item.id!r}).after[{j}]: unknown flow or task id {dep!r}")
+                raise ScenarioError(
+                    f"{where} (id {show(item.id)}).after[{j}]: unknown flow or task id {show(dep)}"
+                )
             if dep == item.id:
-                raise ScenarioError(f"{where} (id {item.id!r}).after[{j}]: an item cannot wait on itself")
+                raise ScenarioError(f"{where} (id {show(item.id)}).after[{j}]: an item cannot wait on itself")
     # Iterative DFS with colours; on a back edge, the grey stack from the target is the cycle.
     colour = [0] * len(items)  # 0 new, 1 on the stack, 2 finished
     for root in range(len(items)):
@@ -370,10 +375,10 @@ def _check_acyclic(scenario: Scenario, index: dict[str, int]) -> None:
                 continue
             k = index[dep]
             if colour[k] == 1:
-                cycle = [items[n].id for n in path[path.index(k) :]] + [items[k].id]
-                raise ScenarioError(
-                    "after: cyclic dependencies: " + " waits on ".join(repr(c) for c in cycle)
-                )
+                cycle = [show(items[n].id) for n in path[path.index(k) :]] + [show(items[k].id)]
+                if len(cycle) > 9:  # a long cycle: its start and end say where to look
+                    cycle = [*cycle[:5], f"... ({len(cycle) - 8} more)", *cycle[-3:]]
+                raise ScenarioError("after: cyclic dependencies: " + " waits on ".join(cycle))
             if colour[k] == 0:
                 colour[k] = 1
                 path.append(k)

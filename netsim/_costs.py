@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._checks import fraction, number
+from ._checks import fraction, number, quantity
 from ._scenario import Scenario, ScenarioError
 
 __all__ = ["DEFAULT_COSTS", "CostModel"]
@@ -46,6 +46,11 @@ _DEFAULT_REGIMES = {"LL": (1e-6, 0.5), "Simple": (5e-6, 0.98)}
 
 #: zero times are kept as this, so that their logs are finite (s)
 _TINY = 1e-15
+
+
+def _within(value: Any, kind: str, field: str, *, positive: bool = True) -> float:
+    """A plain number (`number`) within netsim's limits for `kind` ("time", "bytes"; `quantity`)."""
+    return quantity(number(value, field, positive=positive), kind, field, positive=positive)
 
 
 def _log_inefficiency(efficiency) -> np.ndarray:
@@ -173,11 +178,14 @@ class CostModel(eqx.Module):
             r, field = given[name], f"{where}.regimes.{name}"
             if not isinstance(r, Mapping):
                 raise ScenarioError(f"{field}: expected overhead, efficiency, up_to, got {r!r}")
-            over.append(number(r.get("overhead"), f"{field}.overhead", positive=True))
+            over.append(_within(r.get("overhead"), "time", f"{field}.overhead"))
             eff.append(fraction(r.get("efficiency"), f"{field}.efficiency"))
             if i < len(names) - 1:
-                up_to.append(number(r.get("up_to"), f"{field}.up_to", positive=True))
-        times = {k: number(v[k], f"{where}.{k}") for k in ("launch", "copy_overhead", "staged_overhead")}
+                up_to.append(_within(r.get("up_to"), "bytes", f"{field}.up_to"))
+        times = {
+            k: _within(v[k], "time", f"{where}.{k}", positive=False)
+            for k in ("launch", "copy_overhead", "staged_overhead")
+        }
         log = lambda xs: np.log(np.asarray(xs, dtype=np.float64))
         return cls(
             log_overhead=log(over),

@@ -10,7 +10,22 @@ from .kernels import Status
 
 
 class NetsimError(Exception):
-    """Base of every error netsim raises on purpose; the message names the field and value at fault."""
+    """Base of every error netsim raises on purpose; the message names the field and value at fault.
+
+    A message is one line of at most about MAX_MESSAGE characters: a longer one (a 1 MB id, a cycle of
+    thousands of tasks) keeps its start, which names the field, and its end, and says what it left out.
+    """
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if len(text) <= MAX_MESSAGE:
+            return text
+        head, tail = MAX_MESSAGE * 2 // 3, MAX_MESSAGE // 4
+        return f"{text[:head]} ...[{len(text) - head - tail:,} characters left out]... {text[-tail:]}"
+
+
+#: characters of the longest error message shown whole
+MAX_MESSAGE = 2000
 
 
 class ScenarioError(NetsimError, ValueError):

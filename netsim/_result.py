@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import textwrap
 from typing import Any
 
 import numpy as np
 
-from ._checks import atomic_path, to_json, write_atomic
+from ._checks import to_json, write_atomic
 from ._compile import Compiled
 from ._units import format_quantity
 from .kernels import Status
@@ -213,8 +214,10 @@ class Result:
     def _save_hdf5(self, path: str) -> None:
         import h5py
 
-        text = h5py.string_dtype()
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        # built in memory, then written as bytes: a full disk is one OSError from `write_atomic`, not h5py
+        # failing inside its own writes (dozens of tracebacks, then a crash)
+        text, image = h5py.string_dtype(), io.BytesIO()
+        with h5py.File(image, "w") as f:
             f.attrs.update(
                 format="netsim-result",
                 version=HDF5_VERSION,
@@ -233,6 +236,7 @@ class Result:
                     values = np.asarray(values)
                     dtype = text if values.dtype.kind in "OUS" else values.dtype
                     g.create_dataset(name, data=values, dtype=dtype).attrs["units"] = unit
+        write_atomic(path, image.getvalue())
 
     def tables(self) -> dict[str, dict[str, tuple[np.ndarray, str]]]:
         """The HDF5 layout (docs/scenario-format.md): group -> dataset -> (values, units), in scenario order.
@@ -335,7 +339,7 @@ class Result:
         lines = [
             f"scenario {sc.name or '(unnamed)'}: {len(sc.links)} links, {len(sc.flows)} flows, "
             f"{len(sc.tasks)} tasks",
-            *([textwrap.fill(sc.description, 100)] if sc.description else []),
+            *([textwrap.fill(_abbreviated(sc.description), 100)] if sc.description else []),
             f"makespan {format_quantity(self.makespan, 'time')}   events {self.events}   "
             f"max-min rounds {self.rounds} (max {self.max_rounds} per event)   "
             f"wall {format_quantity(self.wall_time, 'time')}",
@@ -407,3 +411,13 @@ def _find(ids: tuple[str, ...], key: str, kind: str) -> int:
         return _positions(ids)[key]
     except KeyError:
         raise KeyError(f"no {kind} with id {key!r}") from None
+
+
+#: characters of a scenario's description a summary shows (wrapping a 50 MB one took minutes)
+DESCRIPTION_SHOWN = 1000
+
+
+def _abbreviated(description: str) -> str:
+    if len(description) <= DESCRIPTION_SHOWN:
+        return description
+    return f"{description[:DESCRIPTION_SHOWN]} ... ({len(description) - DESCRIPTION_SHOWN:,} more characters)"

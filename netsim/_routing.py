@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Sequence
 
+from ._checks import show
 from ._errors import ScenarioError
 from ._scenario import Link
 
@@ -31,9 +32,9 @@ class LinkGraph:
         """
         for name, node in (("src", src), ("dst", dst)):
             if node not in self.out:
-                raise ScenarioError(f"{where}: unknown {name} node {node!r}")
+                raise ScenarioError(f"{where}: unknown {name} node {show(node)}")
         if src == dst:
-            raise ScenarioError(f"{where}: src and dst are the same node {src!r}")
+            raise ScenarioError(f"{where}: src and dst are the same node {show(src)}")
         best = {src: (0.0, 0)}
         back: dict[str, Link] = {}
         heap = [(0.0, 0, 0, src)]
@@ -52,7 +53,7 @@ class LinkGraph:
                     order += 1
                     heapq.heappush(heap, (*cost, order, link.dst))
         if dst not in back:
-            raise ScenarioError(f"{where}: node {dst!r} is unreachable from {src!r}")
+            raise ScenarioError(f"{where}: node {show(dst)} is unreachable from {show(src)}")
         path = []
         node = dst
         while node != src:
@@ -65,32 +66,32 @@ class LinkGraph:
         no link twice and touches src and dst only at its ends. Other nodes may repeat: a host-staged copy
         goes cpu -> memory -> cpu."""
         if not route:
-            raise ScenarioError(f"{where}: empty route from {src!r} to {dst!r}")
+            raise ScenarioError(f"{where}: empty route from {show(src)} to {show(dst)}")
         at = src
         used: dict[str, int] = {}
         for i, lid in enumerate(route):
             link = self.links.get(lid)
             if link is None:
-                raise ScenarioError(f"{where}[{i}]: unknown link {lid!r}")
+                raise ScenarioError(f"{where}[{i}]: unknown link {show(lid)}")
             if link.src != at:
                 raise ScenarioError(
-                    f"{where}[{i}]: link {lid!r} starts at {link.src!r}, but the route is at {at!r}"
+                    f"{where}[{i}]: link {show(lid)} starts at {show(link.src)}, but the route is at {show(at)}"
                     " (a route must be a connected path from src to dst)"
                 )
             if lid in used:
                 raise ScenarioError(
-                    f"{where}[{i}]: link {lid!r} is crossed twice (also at [{used[lid]}]); "
+                    f"{where}[{i}]: link {show(lid)} is crossed twice (also at [{used[lid]}]); "
                     "a route has no loops"
                 )
             used[lid] = i
             at = link.dst
             if at == src:
                 raise ScenarioError(
-                    f"{where}[{i}]: link {lid!r} returns to the src {src!r}; a route has no loops"
+                    f"{where}[{i}]: link {show(lid)} returns to the src {show(src)}; a route has no loops"
                 )
             if at == dst and i < len(route) - 1:
                 raise ScenarioError(
-                    f"{where}[{i}]: the route reaches dst {dst!r} before its end; a route has no loops"
+                    f"{where}[{i}]: the route reaches dst {show(dst)} before its end; a route has no loops"
                 )
         if at != dst:
-            raise ScenarioError(f"{where}: route ends at {at!r}, not at dst {dst!r}")
+            raise ScenarioError(f"{where}: route ends at {show(at)}, not at dst {show(dst)}")

@@ -27,7 +27,7 @@ from . import kernels
 from ._cache import executable
 from ._compile import Compiled, bucket
 from ._errors import ScenarioError, SimulationError, check_tolerance
-from .kernels import TIE, Network, Program, SimState, Status, latency
+from .kernels import Network, Program, SimState, Status, latency
 
 #: per-point outputs `run_batch` can keep: SimState fields, and "makespan" (the last finish)
 OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name not in ("status", "events")))
@@ -135,9 +135,9 @@ def find_fault(
     Padding needs no special case: padded items move nothing and finish at 0, padded resources carry
     nothing, and padded hops point past the last resource.
 
-    The balance holds to CONSERVATION_RTOL relative, plus what the engine's tie rule may leave unmoved:
-    items finishing within TIE x t of an event finish with it, each short of at most capacity x TIE x
-    makespan on a resource.
+    The balance holds to CONSERVATION_RTOL relative, at any makespan: an item finishing at an event hands
+    its resources whatever its rate x time left unmoved beyond `kernels.engine.RESIDUE` of its bytes
+    (float64's time resolution at large times, ideal links, the tie rule).
     """
     ok = np.asarray(ok, bool)
     if not ok.any():
@@ -161,18 +161,14 @@ def find_fault(
     R = carried.shape[1]
     batched = lambda x, ndim: pick(x) if np.ndim(x) == ndim + 1 else np.asarray(x)[None]
     route, size = batched(program.route, 2), batched(program.size, 1)  # [B or 1, ...]: shared stays one
-    capacity = batched(network.capacity, 1)
     n = max(route.shape[0], size.shape[0])
     route = np.broadcast_to(route, (n, *route.shape[1:]))
     real = route < R  # padded hops point past the last resource
     flat = (np.arange(n)[:, None, None] * R + route)[real]  # one bincount over every point
     weights = np.broadcast_to(size[:, :, None], route.shape)[real]
     expected = np.bincount(flat, weights=weights, minlength=n * R).reshape(n, R)
-    crossing = np.bincount(flat, minlength=n * R).reshape(n, R)
     expected = np.broadcast_to(expected, carried.shape)
-    makespan = np.max(pick(state["finish"]), axis=1, keepdims=True)
-    slack = CONSERVATION_RTOL * expected + crossing * capacity * TIE * makespan
-    excess = np.abs(carried - expected) - slack
+    excess = np.abs(carried - expected) - CONSERVATION_RTOL * expected
     if not (excess > 0).any():
         return None
     b, j = np.unravel_index(int(np.argmax(np.where(excess > 0, excess, -np.inf))), excess.shape)

@@ -41,6 +41,18 @@ def _time_unit(values: np.ndarray) -> tuple[float, str]:
     return next(((s, u) for s, u in _TIME_UNITS if top >= s), _TIME_UNITS[-1])
 
 
+def _value_unit(axis) -> tuple[float, str]:
+    """(scale, unit) for the values of a sweep axis that sets bandwidths (GB/s) or latencies (s to ns)."""
+    d = axis.description
+    if "value" not in d and "value_range" not in d:
+        return 1.0, ""
+    if d.get("kind") == "bandwidth":
+        return 1e9, "GB/s"
+    if d.get("kind") == "latency":
+        return _time_unit(np.asarray(d.get("value") or d.get("value_range"), float))
+    return 1.0, ""
+
+
 # --- sweeps --------------------------------------------------------------------------------------
 def plot_sweep(
     result,
@@ -83,6 +95,7 @@ def plot_sweep(
     fig = _figure()
     ax = fig.add_subplot()
     xa = result.axis(x)
+    xscale, xunit = _value_unit(xa)
     if result.grid_shape is not None:
         grid = result.grid(col)
         keep = [names.index(x)] + ([names.index(hue)] if hue else [])
@@ -100,6 +113,7 @@ def plot_sweep(
             sizes if sizes is not None else xa.values if xa.values is not None else np.arange(len(xa.labels)),
             float,
         )
+        xs = xs / (xscale if sizes is None else 1.0)
         hue_labels = result.axis(hue).labels if hue else [""]
         for j, label in enumerate(hue_labels):
             text = f"{hue}={label}" + ("" if np.isfinite(grid[:, j]).any() else " (no point ran)")
@@ -129,7 +143,7 @@ def plot_sweep(
         sub = f" ({reduce} over {', '.join(rest)})" if rest else ""
     else:
         xv = xa.value if xa.value is not None else xa.index.astype(float)
-        xv = xv.mean(axis=1) if xv.ndim == 2 else xv
+        xv = (xv.mean(axis=1) if xv.ndim == 2 else xv) / (xscale if xa.value is not None else 1.0)
         ha = result.axis(hue) if hue else None
         if ha is not None and ha.index is not None and ha.labels:  # a discrete axis: one colour per value
             for k, label in enumerate(ha.labels):
@@ -145,7 +159,7 @@ def plot_sweep(
             if ha is not None:
                 fig.colorbar(art, ax=ax, label=hue)
         sub = f" ({result.n_points} random points)"
-    what = "scale" if xa.description.get("scale") or xa.description.get("scale_range") else ""
+    what = "scale" if xa.description.get("scale") or xa.description.get("scale_range") else xunit
     if xa.sizes is not None and result.grid_shape is not None:
         what = "bytes per flow"
     if xa.ids and result.grid_shape is None:
@@ -228,6 +242,8 @@ def plot_link_utilization(
 
     from .topology import natural_key
 
+    if hasattr(result_or_links, "compiled") and isinstance(utilization, str | os.PathLike):
+        utilization, path = None, utilization  # plot_link_utilization(result, "u.png"), like plot_timeline
     if hasattr(result_or_links, "compiled"):
         links = result_or_links.compiled.scenario.links
         util = result_or_links.link_utilization if utilization is None else utilization

@@ -444,12 +444,12 @@ def test_post_run_check_names_the_item_or_resource(field, index, value, message)
 
 def test_post_run_check_allows_the_tie_rule_and_skips_unfinished_runs():
     # "long" finishes at 1000 s; "short" (5.1 B at 1 GB/s, released 5 ns before) would finish 0.1 ns
-    # later, within TIE x t = 1 ns: it finishes with "long" having moved 5 B. The balance allows it
-    # (slack 1e9 B/s x 1e-12 x 1000 s = 1 B on bc); a bare 1e-9 relative rule would call it a bug.
+    # later, within TIE x t = 1 ns: it finishes with "long" having moved 5 B at its rate, and hands bc the
+    # 0.1 B its rate did not move: the link counts all 5.1 B, and the 1e-9 relative check holds.
     late = Scenario(LINKS, [Flow("long", "a", "b", 1e12), Flow("short", "b", "c", 5.1, start=1000.0 - 5e-9)])
     r = netsim.simulate(late)
     assert r.flow_finish == pytest.approx([1000.0, 1000.0], rel=1e-15)
-    assert r.link_bytes[1] == pytest.approx(5.0, rel=1e-3)  # short of 5.1: the tie rule, not a bug
+    assert r.link_bytes[1] == pytest.approx(5.1, rel=1e-12)
     # an unfinished run keeps its infinite finish times: no post-run check, the status says why
     r = netsim.simulate(SHARED_CASE, max_events=2, throw=False)
     assert r.status & netsim.Status.MAX_EVENTS and not np.isfinite(r.flow_finish).all()

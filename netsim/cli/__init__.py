@@ -12,19 +12,13 @@ import sys
 import traceback
 
 from . import calibrate, collective, jobs, latency, predict, presets, run, sweep, workload
-from ._common import CPU_THREADS, started
+from ._common import CPU_THREADS, MAX_CPU_THREADS, started, whole
 from ._common import check_outputs as check_outputs
 from ._common import cpu_threads as cpu_threads
 from ._common import cpu_threads_label as cpu_threads_label
 from ._common import set_cpu_threads as set_cpu_threads
 
 COMMANDS = (run, sweep, calibrate, predict, collective, presets, workload, jobs, latency)
-
-
-def _count(text: str) -> int:
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0 (0 = one per core), got {text!r}")
-    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         default = f"{CPU_THREADS[name]}" if name in CPU_THREADS else "one per core"
         command.add_argument(
             "--cpu-threads",
-            type=_count,
+            type=whole(0, MAX_CPU_THREADS, " (0 = one per core; 4 per core at most)"),
             metavar="N",
             help=f"XLA CPU threads, 0 = one per core (default: PJRT_NPROC if set, else {default})",
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
 
@@ -17,6 +18,24 @@ TOPOLOGY_HELP = (
     "calibrated preset name (`netsim presets`; a calibrated preset gives its fitted figures), or a "
     "cluster shape (fat-tree:K, leaf-spine:L,S,H)"
 )
+
+
+def whole(minimum: int, maximum: int | None = None, note: str = ""):
+    """An argparse type: a whole number in [minimum, maximum]; argparse's error names the option."""
+
+    def read(text: str) -> int:
+        value = int(text) if text.strip().lstrip("+-").isdigit() else None
+        if value is None or value < minimum or (maximum is not None and value > maximum):
+            bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{note}, got {text!r}")
+        return value
+
+    return read
+
+
+#: XLA CPU threads a command may ask for: more than a few per core only costs memory and start-up (100000
+#: threads took 6.3 GB and two minutes before the first event)
+MAX_CPU_THREADS = 4 * (os.cpu_count() or 1)
 
 
 def set_cpu_threads(n: int) -> None:

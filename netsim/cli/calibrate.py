@@ -56,7 +56,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     # --quiet drops the optimizer's progress, not what calibrate says about the data: tables refused and
     # points left out (lines starting "refused " or with a trace's name)
     about_data = ("refused ", *(f"{t.source}:" for t in traces))
-    say = lambda line: print(line, file=sys.stderr)
+    said: set[str] = set()  # the fit's stages read the same tables: each refusal or note is said once
+    say = lambda line: line in said or said.add(line) or print(line, file=sys.stderr)
     progress = (lambda line: line.startswith(about_data) and say(line)) if args.quiet else say
     try:
         cal = calibrate(

@@ -47,6 +47,7 @@ def register(subparsers) -> None:
 def _jobs(args: argparse.Namespace) -> int:
     from .._checks import write_atomic
     from .._errors import ScenarioError
+    from .._progress import Progress
     from ._common import check_outputs
 
     if args.generate is not None:
@@ -93,24 +94,22 @@ def _jobs(args: argparse.Namespace) -> int:
     if servers < 1 or per < 1:
         raise ScenarioError(f"--cluster: expected SxG with S, G >= 1, got {args.cluster!r}")
     jobs = read_job_trace(args.trace)
-    topo = deepshare_cluster(servers, per)
+    try:
+        topo = deepshare_cluster(servers, per)
+    except ScenarioError as e:  # a cluster the builders refuse: say which option made it
+        raise ScenarioError(f"--cluster {args.cluster}: {e}") from None
     paces = Paces(topo)
     results = {}
     for name in policies:
+        # redrawn in a terminal, a line every 10 s in a log (no carriage returns in files)
+        bar = Progress(f"netsim: {name}", "jobs", len(jobs), enabled=not args.quiet)
 
-        def progress(done, total, t, name=name):
-            if not args.quiet:
-                print(
-                    f"\rnetsim: {name}: {done}/{total} jobs done, t = {t:.1f} s, {paces.simulations} "
-                    "simulations",
-                    end="",
-                    file=sys.stderr,
-                    flush=True,
-                )
+        def progress(done, total, t, bar=bar):
+            bar.total = total
+            bar.update(done - bar.done, f"t = {t:.1f} s, {paces.simulations} simulations")
 
         results[name] = schedule(topo, jobs, policy=name, paces=paces, progress=progress)
-        if not args.quiet:
-            print(file=sys.stderr)
+        bar.close()
     print(policy_table(results))
     if args.out:
         save_schedules(results, args.out, trace=args.trace)

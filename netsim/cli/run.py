@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import check_outputs, cpu_threads_label, started
+from ._common import check_outputs, cpu_threads_label, started, whole
 
 
 def register(subparsers) -> None:
@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     run.add_argument(
         "--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)"
     )
-    run.add_argument("--top", type=int, default=5, help="rows in the summary tables")
+    run.add_argument("--top", type=whole(1), default=5, help="rows in the summary tables")
     run.add_argument(
         "--tolerance",
         type=_tolerance,

@@ -8,6 +8,8 @@ import sys
 
 import numpy as np
 
+from ._common import whole
+
 
 def register(subparsers) -> None:
     """Adds the `sweep` subcommand to an argparse subparsers object."""
@@ -30,8 +32,8 @@ def register(subparsers) -> None:
     p.add_argument("--plot", help="also save a PNG of the makespan over the axes")
     dist = p.add_argument_group("multi-host (jax.distributed; run the same command on every host)")
     dist.add_argument("--coordinator", help="host:port of process 0")
-    dist.add_argument("--num-processes", type=int)
-    dist.add_argument("--process-id", type=int)
+    dist.add_argument("--num-processes", type=whole(1))
+    dist.add_argument("--process-id", type=whole(0))
     p.set_defaults(handler=_sweep)
 
 
@@ -57,9 +59,20 @@ def _sweep(args: argparse.Namespace) -> int:
     except SweepError as e:
         print(f"netsim: error: {e}", file=sys.stderr)
         return 2
-    if args.coordinator:
-        if args.num_processes is None or args.process_id is None:
-            print("netsim: error: --coordinator needs --num-processes and --process-id", file=sys.stderr)
+    if args.coordinator or args.num_processes is not None or args.process_id is not None:
+        if not args.coordinator or args.num_processes is None or args.process_id is None:
+            print(
+                "netsim: error: --coordinator, --num-processes and --process-id go together "
+                "(a multi-host sweep needs all three)",
+                file=sys.stderr,
+            )
+            return 2
+        if args.process_id >= args.num_processes:
+            print(
+                f"netsim: error: --process-id: must be < --num-processes ({args.num_processes}), "
+                f"got {args.process_id}",
+                file=sys.stderr,
+            )
             return 2
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     try:

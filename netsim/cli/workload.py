@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from ._common import TOPOLOGY_HELP
+from ._common import TOPOLOGY_HELP, whole
 
 
 def register(subparsers) -> None:
@@ -24,7 +24,9 @@ def register(subparsers) -> None:
     p.add_argument("--topology", "-t", required=True, help=TOPOLOGY_HELP)
     p.add_argument("--trace", metavar="JSON", help="write a Chrome/Perfetto trace of every task and flow")
     p.add_argument("--json", metavar="OUT", help="write the report (SI units) as JSON")
-    p.add_argument("--top", type=int, default=10, help="rows of ranks and critical-path items (default 10)")
+    p.add_argument(
+        "--top", type=whole(1), default=10, help="rows of ranks and critical-path items (default 10)"
+    )
     p.add_argument(
         "--tolerance", type=float, default=0.0, metavar="W", help="fast mode window, as for `netsim run`"
     )

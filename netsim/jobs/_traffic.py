@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from .. import Flow, ScenarioError, Task
 from .._checks import number as check_number
+from .._checks import quantity
 from ..workloads import Workload, allgather, allreduce, alltoall, bus_factor, concat, reducescatter
 
 __all__ = [
@@ -127,10 +128,14 @@ class Job:
         if not isinstance(self.id, str) or not self.id or "/" in self.id:
             raise ScenarioError(f"Job.id: must be a non-empty string without '/', got {self.id!r}")
         where = f"job {self.id!r}"
-        check_number(self.arrival, f"{where}.arrival")
-        check_number(self.compute, f"{where}.compute")
-        check_number(self.comm_bytes, f"{where}.comm_bytes")
-        check_number(self.sync, f"{where}.sync")
+        for name, kind in (
+            ("arrival", "time"),
+            ("compute", "time"),
+            ("comm_bytes", "bytes"),
+            ("sync", "time"),
+        ):
+            check_number(getattr(self, name), f"{where}.{name}")  # a plain number: no unit strings here
+            quantity(float(getattr(self, name)), kind, f"{where}.{name}")  # within netsim's limits
         for name in ("gpus", "iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

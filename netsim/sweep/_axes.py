@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._checks import quantity, show
 from .._errors import NetsimError, ScenarioError
 from .._routing import LinkGraph
 from .._scenario import Scenario, bandwidth_targets
@@ -41,11 +42,21 @@ def _pattern_tuple(patterns: str | Sequence[str], where: str) -> tuple[str, ...]
 
 
 def match_ids(ids: Sequence[str], patterns: tuple[str, ...], where: str) -> np.ndarray:
-    """Positions of the ids matching any glob in `patterns` (fnmatch: *, ?, [..]); none matching raises."""
-    hit = [i for i, x in enumerate(ids) if any(fnmatch.fnmatchcase(x, p) for p in patterns)]
-    if not hit:
-        raise SweepError(f"{where}: {list(patterns)!r} matches none of the {len(ids)} ids")
-    return np.asarray(hit, np.int64)
+    """Positions of the ids matching any glob in `patterns` (fnmatch: *, ?, [..]); a glob matching none
+    of them raises, also inside a list (a typo'd id beside good ones)."""
+    for p in patterns:
+        if not any(fnmatch.fnmatchcase(x, p) for x in ids):
+            shown = "" if len(patterns) == 1 else f" (in {show(list(patterns))})"
+            raise SweepError(f"{where}: {show(p)}{shown} matches none of the {len(ids)} ids")
+    return np.asarray([i for i, x in enumerate(ids) if any(fnmatch.fnmatchcase(x, p) for p in patterns)])
+
+
+def _within(value: float, unit: str, where: str) -> None:
+    """SweepError unless `value` lies within netsim's limits for `unit` ("bandwidth", "time", "bytes")."""
+    try:
+        quantity(value, unit, where)
+    except ScenarioError as e:
+        raise SweepError(str(e)) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +131,9 @@ class ArrayAxis(Axis):
             object.__setattr__(self, key, vals)
         if self.independent and not key.endswith("_range"):
             raise SweepError(f"{where}: independent=True needs scale_range or value_range (sampled draws)")
+        if not self.is_scale:  # netsim's limits (a scale's are checked against each scenario: `check_limits`)
+            for v in getattr(self, key):
+                _within(v, self.unit, f"{where}.{key}")
         if self.target == "capacity" and 0.0 in (self.scale or self.value or ()):
             raise SweepError(
                 f"{where}: a bandwidth of 0 is a failed link: use a failed-links axis "
@@ -166,6 +180,16 @@ class ArrayAxis(Axis):
             return np.exp(rng.uniform(math.log(lo), math.log(hi), shape))
         return rng.uniform(lo, hi, shape)
 
+    def check_limits(self, current: np.ndarray, ids: Sequence[str], where: str) -> None:
+        """SweepError unless the scaled values of the matched columns (`current` [M], their ids) stay within
+        netsim's limits at this axis's extreme scales."""
+        if not self.is_scale or not len(current):
+            return
+        scales = self.scale if self.scale is not None else self.scale_range
+        for factor in (min(scales), max(scales)):  # type: ignore[type-var]
+            for i in (int(np.argmin(current)), int(np.argmax(current))):
+                _within(float(current[i] * factor), self.unit, f"{where}: {ids[i]!r} x{factor:g}")
+
     def columns(self, scenario: Scenario) -> list[str]:
         """Ids of the columns of the array this axis changes: flows, links, and for bandwidth the links then
         the shared resources (the compiled capacity's order)."""
@@ -180,10 +204,8 @@ class ArrayAxis(Axis):
         if self.target != "capacity":
             ids = self.columns(scenario)
             return [ids[i] for i in match_ids(ids, self.match, where)], []
+        match_ids(self.columns(scenario), self.match, where)  # every glob matches a link or shared resource
         links, following, named = bandwidth_targets(scenario.links, scenario.shared, self.match)
-        if not links and not named:
-            n = len(scenario.links) + len(scenario.shared)
-            raise SweepError(f"{where}: {list(self.match)!r} matches none of the {n} ids")
         budget = {r.id: r.links for r in scenario.shared}
         return links + named, [(r, budget[r]) for r in following]
 

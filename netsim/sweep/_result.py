@@ -13,7 +13,16 @@ import numpy as np
 
 from ..kernels import Status
 from ._axes import SweepError
-from ._store import COLUMNS, FILL, chunk_rows, damaged_chunks, open_h5, read_meta
+from ._store import (
+    COLUMNS,
+    FILL,
+    check_written_once,
+    chunk_rows,
+    damaged_chunks,
+    open_h5,
+    read_meta,
+    readable,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,7 +242,8 @@ def load_result(path: str | os.PathLike) -> SweepResult:
     """
     path = os.fspath(path)
     meta = read_meta(path)
-    with open_h5(path, "r") as f:
+    with open_h5(path, "r") as f, readable(path):
+        check_written_once(f, path)
         columns = {k: f[k][...] for k in _COLUMNS if k in f}
         extra = {
             "axes": {name: {k: g[k][...] for k in g} for name, g in f["axes"].items()},
@@ -253,7 +263,8 @@ def load_result(path: str | os.PathLike) -> SweepResult:
         )
         for k, col in columns.items():
             col[rows] = int(Status.NOT_RUN) if k == "status" else -1 if k == "events" else np.nan
-    return SweepResult.from_parts(meta, columns, extra)
+    with readable(path):  # a damaged attribute (a flipped byte in its name) shows here
+        return SweepResult.from_parts(meta, columns, extra)
 
 
 def _json(v: Any) -> Any:

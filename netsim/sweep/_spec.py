@@ -9,8 +9,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .._checks import quantity, read_text
 from .._scenario import Scenario, ScenarioError
-from .._units import parse_quantity
 from ._axes import FailedLinks, LinkBandwidth, LinkLatency, MessageSize, ScenarioAxis, SweepError
 from ._sweep import Sweep
 
@@ -23,8 +23,9 @@ def load_spec(path: str | os.PathLike) -> Sweep:
     """Reads a sweep spec file; relative paths inside it are relative to the spec's folder."""
     path = os.fspath(path)
     try:
-        with open(path) as f:
-            data = json.load(f)
+        data = json.loads(read_text(path))
+    except ScenarioError as e:  # not UTF-8/16/32 text
+        raise SweepError(str(e)) from None
     except json.JSONDecodeError as e:
         raise SweepError(f"{path}: not valid JSON: {e}") from None
     return sweep_from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)))
@@ -137,7 +138,7 @@ def _number(v: Any, unit: str, where: str) -> float:
             raise SweepError(f"{where}: a scale is a plain number, got {v!r}")
         return float(v)
     try:
-        return parse_quantity(v, unit, where)
+        return quantity(v, unit, where)
     except ValueError as e:
         raise SweepError(str(e)) from None
 

@@ -7,16 +7,18 @@ never touches HDF5 metadata, so a process killed at any moment leaves the file s
 chunk's rows are written, flushed and fsynced before its checksum and its entry in `chunk_done` are set
 (then flushed and fsynced again): a chunk is either marked done with all its rows on disk, or unmarked
 and recomputed on resume. On resume every done chunk is checked against its checksum and for rows
-still marked NOT_RUN; a chunk that fails either check is recomputed, never trusted.
+still marked NOT_RUN; a chunk that fails either check is recomputed, never trusted. The datasets written
+once at creation (axis values, ids) have a checksum of their own: a file failing it is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +60,39 @@ def checksum(rows: Mapping[str, np.ndarray]) -> int:
     return crc
 
 
+def _written_once(group, crc: int = 0, *, root: bool = True) -> int:
+    """CRC-32 of the datasets written at creation (axes, ids, errors: everything but the result columns and
+    the chunk bookkeeping), by sorted name; text as UTF-8, so a value reads back to the same sum."""
+    import h5py
+
+    for name in sorted(group):
+        if root and name in (*COLUMNS, "chunk_done", "chunk_checksum"):
+            continue
+        item = group[name]
+        crc = zlib.crc32(name.encode(), crc)
+        if isinstance(item, h5py.Group):
+            crc = _written_once(item, crc, root=False)
+            continue
+        v = item[...]
+        if v.dtype.kind == "O":
+            text = "\0".join(x.decode() if isinstance(x, bytes) else str(x) for x in np.ravel(v))
+            crc = zlib.crc32(text.encode(), crc)
+        else:
+            crc = zlib.crc32(np.ascontiguousarray(v).tobytes(), crc)
+    return crc
+
+
+def check_written_once(f, path: str) -> None:
+    """SweepError unless the datasets written at creation (axis values, ids) match the checksum stored
+    with them (files from before it have none: not checked)."""
+    stored = f.attrs.get("written_once_checksum")
+    if stored is not None and _written_once(f) != int(stored):
+        raise SweepError(
+            f"{path}: its axis or id datasets do not match their checksum (the file was changed or damaged); "
+            "rerun the sweep with --overwrite (overwrite=True) or another --out"
+        )
+
+
 def chunk_rows(chunk: int, size: int, n: int) -> slice:
     return slice(chunk * size, min(n, (chunk + 1) * size))
 
@@ -94,17 +129,19 @@ class H5Store:
         self.path = path
         self.file = open_h5(path, "r+")
         try:
-            self.meta = {k: _attr(v) for k, v in self.file.attrs.items()}
-            self.names = [k for k in COLUMNS if k in self.file]
-            self.done = self.file["chunk_done"][...].astype(bool)
-            for chunk, why in damaged_chunks(self.file, self.meta):
-                rows = chunk_rows(chunk, int(self.meta["chunk_size"]), int(self.meta["n_points"]))
-                print(
-                    f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: "
-                    "recomputing it",
-                    file=sys.stderr,
-                )
-                self.done[chunk] = False
+            with readable(path):
+                self.meta = {k: _attr(v) for k, v in self.file.attrs.items()}
+                self.names = [k for k in COLUMNS if k in self.file]
+                check_written_once(self.file, path)
+                self.done = self.file["chunk_done"][...].astype(bool)
+                for chunk, why in damaged_chunks(self.file, self.meta):
+                    rows = chunk_rows(chunk, int(self.meta["chunk_size"]), int(self.meta["n_points"]))
+                    print(
+                        f"netsim sweep: {path}: chunk {chunk} (rows {rows.start}-{rows.stop - 1}) {why}: "
+                        "recomputing it",
+                        file=sys.stderr,
+                    )
+                    self.done[chunk] = False
         except BaseException:
             self.file.close()
             raise
@@ -134,6 +171,7 @@ class H5Store:
             _allocated(f, "chunk_done", (n_chunks,), np.uint8, 0)
             _allocated(f, "chunk_checksum", (n_chunks,), np.uint32, 0)
             _write_tree(f, extra)
+            f.attrs["written_once_checksum"] = np.uint32(_written_once(f))
         return cls(path)
 
     def write(self, chunk: int, rows: slice, values: Mapping[str, np.ndarray]) -> None:
@@ -215,8 +253,22 @@ def open_h5(path: str, mode: str):
         raise SweepError(f"{path}: not a readable HDF5 file ({e})") from None
 
 
+@contextlib.contextmanager
+def readable(path: str) -> Iterator[None]:
+    """Turns what h5py raises for a damaged file (a flipped header byte: OSError, KeyError, RuntimeError,
+    ...) into one SweepError naming the file."""
+    try:
+        yield
+    except SweepError:
+        raise
+    except (OSError, KeyError, RuntimeError, ValueError, TypeError) as e:
+        raise SweepError(
+            f"{path}: damaged HDF5 file ({e}); rerun the sweep with --overwrite (overwrite=True) or another --out"
+        ) from None
+
+
 def read_meta(path: str) -> dict[str, Any]:
-    with open_h5(path, "r") as f:
+    with open_h5(path, "r") as f, readable(path):
         meta = {k: _attr(v) for k, v in f.attrs.items()}
     if meta.get("format") != FORMAT:
         raise SweepError(f"{path}: not a netsim sweep results file (format attribute {meta.get('format')!r})")

@@ -96,8 +96,10 @@ class Sweep:
         for i, a in enumerate(self.axes):
             if not isinstance(a, Axis):
                 raise SweepError(f"axes[{i}]: expected a sweep axis, got {type(a).__name__}")
-            if not isinstance(a.name, str) or not a.name or "/" in a.name:
-                raise SweepError(f"axes[{i}].name: expected a non-empty name without '/', got {a.name!r}")
+            if not isinstance(a.name, str) or not a.name or "/" in a.name or a.name in (".", ".."):
+                raise SweepError(
+                    f"axes[{i}].name: expected a non-empty name without '/', not '.' or '..', got {a.name!r}"
+                )
             if names.count(a.name) > 1:
                 raise SweepError(f"axes[{i}].name: duplicate axis name {a.name!r}")
         sampled = [a.name for a in self.axes if isinstance(a, ArrayAxis) and a.sampled]
@@ -194,6 +196,8 @@ class Sweep:
                         )
                     hit = list(ids[a.name])
                 cols[a.name, k] = np.array([where[x] for x in hit], np.int64)
+                current = getattr(h.program if a.target == "size" else h.network, a.target)
+                a.check_limits(current[cols[a.name, k]], hit, f"axis {a.name!r}")
                 at = {x: i for i, x in enumerate(hit)}
                 follow[a.name, k] = [
                     (where[r], np.array([at[x] for x in links], np.int64))

@@ -233,7 +233,10 @@ def load(
         return cluster
     values = read_calibration(name)
     if values is not None:
-        return from_calibration(values, p2p=p2p, transport=transport, where=name)
+        topo = from_calibration(values, p2p=p2p, transport=transport, where=name)
+        if os.path.isfile(name):  # a calibration file: outputs are labelled with its name, not its base's
+            topo = dataclasses.replace(topo, name=os.path.splitext(os.path.basename(name))[0])
+        return topo
     if name in _BUILDERS:
         return base_topology(name, p2p=p2p, transport=transport)
     if not os.path.isfile(name):
@@ -322,6 +325,14 @@ def from_calibration(
         else base_topology(values["topology"], p2p=p2p, transport=transport, where=f"{where}: topology")
     )
     classes = values.get("link_classes", {})
+    used = {link_class(topo, link.id) for link in topo.links}
+    if used & {"socket", "socket-host"}:  # the P2P-on and P2P-off twins share one file
+        used |= {"socket", "socket-host"}
+    unknown = sorted(set(classes) - used) if isinstance(classes, Mapping) else []
+    if unknown:
+        raise ScenarioError(
+            f"{where}: link_classes: unknown class {show(unknown[0])}; this topology's: {sorted(used)}"
+        )
     links = []
     for link in topo.links:
         c = link_class(topo, link.id)
@@ -342,6 +353,15 @@ def from_calibration(
             )
         )
     capacity = values.get("shared", {})
+    unknown = sorted(set(capacity) - {r.id for r in topo.shared}) if isinstance(capacity, Mapping) else []
+    if unknown and base is None and isinstance(topo.router, PcieRouter):  # the twin's, from one file too
+        twin = base_topology(values["topology"], p2p=not topo.router.p2p, transport=transport, where=where)
+        unknown = sorted(set(unknown) - {r.id for r in twin.shared})
+    if unknown:
+        raise ScenarioError(
+            f"{where}: shared: unknown shared resource {show(unknown[0])}; this topology's: "
+            f"{show([r.id for r in topo.shared])}"
+        )
     missing = [r.id for r in topo.shared if r.id not in capacity]
     if missing:
         raise ScenarioError(f"{where}: shared: no capacity for {missing[:3]}")

@@ -85,10 +85,12 @@ def load_trace(path: str | os.PathLike) -> Trace:
                 }
                 tables.append(cls(**values))
             trace = Trace(str(f.attrs["source"]), header, str(f.attrs["machine"]), tuple(tables))
-    except OSError as e:
-        raise TraceError(f"{name}: cannot read as HDF5: {e}") from None
+    except TraceError:
+        raise
     except KeyError as e:
         raise TraceError(f"{name}: missing {e} in the trace file") from None
+    except (OSError, RuntimeError, ValueError, TypeError) as e:  # a damaged file: what h5py raises varies
+        raise TraceError(f"{name}: cannot read as HDF5: {e}") from None
     check_trace(trace)
     return trace
 

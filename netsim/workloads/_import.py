@@ -256,11 +256,13 @@ def simulate_workload(
 
 
 def _is_simai(path: str | os.PathLike) -> bool:
-    """A SimAI text workload: a readable file whose first byte is printable text (a Chakra trace starts with
-    a varint length and a protobuf tag)."""
+    """A SimAI text workload: a readable file whose first bytes are printable text or a byte-order mark (a
+    Chakra trace starts with a varint length and a protobuf tag)."""
     path = os.fspath(path)
     if not os.path.isfile(path) or path.endswith((".et", ".et.gz")):
         return False
     with open(path, "rb") as f:
         head = f.read(64)
+    if head.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):  # a byte-order mark: text
+        return True
     return bool(head) and all(32 <= b < 127 or b in (9, 10, 13) for b in head)

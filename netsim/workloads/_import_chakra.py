@@ -28,6 +28,7 @@ import gzip
 import os
 import re
 import struct
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -305,7 +306,7 @@ def _read_file(path: str) -> tuple[str, tuple[ChakraNode, ...]]:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as e:
+        except (OSError, EOFError, zlib.error) as e:
             raise ScenarioError(f"{path}: not a Chakra trace: bad gzip data ({e})") from None
     messages, pos = [], 0
     try:

@@ -33,6 +33,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
+from .._checks import read_text
 from .._scenario import ScenarioError
 from ._base import Workload
 from ._import import RankProgram
@@ -153,12 +154,10 @@ def read_simai(path: str | os.PathLike) -> SimAIWorkload:
         OSError: the file cannot be read.
     """
     name = os.fspath(path)
-    with open(name, "rb") as f:
-        raw = f.read()
     try:
-        text = raw.decode()
-    except UnicodeDecodeError as e:
-        raise ScenarioError(f"{name}: not a SimAI workload: not UTF-8 text (byte {e.start})") from None
+        text = read_text(name)  # UTF-8/16/32, a byte-order mark or none
+    except ScenarioError as e:
+        raise ScenarioError(f"not a SimAI workload: {e}") from None
     lines = text.splitlines()
     if not lines or not lines[0].split():
         raise ScenarioError(

@@ -289,7 +289,7 @@ def test_cli_jobs_smoke(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "packed" in captured.out and "simloop" in captured.out and "-18.2%" in captured.out
-    assert "3/3 jobs done" in captured.err
+    assert "3/3 jobs (100.0%)" in captured.err and "\r" not in captured.err  # lines, not redraws, in a log
     data = json.loads(out.read_text())
     assert set(data["policies"]) == {"packed", "simloop"}
     assert len(data["policies"]["packed"]["jobs"]) == 3

@@ -159,6 +159,43 @@ def test_damaged_chunk_is_recomputed_not_trusted(tmp_path, uninterrupted, capsys
     _assert_same(resumed, uninterrupted)
 
 
+def test_a_flipped_axis_value_is_detected(tmp_path, uninterrupted):
+    # the axis values and ids are written once, at creation: their own checksum, not the chunks', covers them
+    path = tmp_path / "a.h5"
+    grid_sweep().run(path, chunk_size=CHUNK, progress=False)
+    with h5py.File(path) as f:
+        axis = next(iter(f["axes"]))
+        offset = f["axes"][axis]["value"].id.get_offset()
+    with open(path, "r+b") as raw:
+        raw.seek(offset + 6)
+        byte = raw.read(1)
+        raw.seek(offset + 6)
+        raw.write(bytes([byte[0] ^ 0x10]))
+    for read in (lambda: load_result(path), lambda: grid_sweep().run(path, progress=False)):
+        with pytest.raises(SweepError, match="axis or id datasets do not match their checksum"):
+            read()
+
+
+def test_flipped_header_bytes_end_in_one_sweep_error(tmp_path, capsys):
+    # a bit flipped anywhere in the file's first 4 kB (superblock, object headers, B-trees, attributes):
+    # a result, or a SweepError naming the file, never what h5py raises (KeyError, RuntimeError, OSError)
+    path = tmp_path / "h.h5"
+    grid_sweep().run(path, chunk_size=CHUNK, progress=False)
+    good = path.read_bytes()
+    bad = tmp_path / "bad.h5"
+    refused = 0
+    for offset in range(0, 4096, 5):
+        flipped = bytearray(good)
+        flipped[offset] ^= 0x10
+        bad.write_bytes(bytes(flipped))
+        try:
+            load_result(bad)
+        except SweepError as e:
+            assert str(bad) in str(e)
+            refused += 1
+    assert refused > 50  # the flips did reach HDF5's structures
+
+
 def test_a_sweep_in_use_is_reported(tmp_path):
     path = tmp_path / "busy.h5"
     grid_sweep().run(path, chunk_size=CHUNK, progress=False)
