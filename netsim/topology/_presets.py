@@ -319,7 +319,8 @@ def from_calibration(
     base: Topology | None = None,
 ) -> Topology:
     """The topology of calibration values (see `load`): `base`, else the one their "topology" entry names,
-    with the fitted figures (links by `link_class`, shared resources by id)."""
+    with the fitted figures (links by `link_class`, shared resources by id) and software costs
+    (`Topology.costs`: what its host-staged copies pay)."""
     if not isinstance(values, Mapping) or (base is None and "topology" not in values):
         raise ScenarioError(f"{where}: no 'topology' entry (a preset name or {{'nvidia_smi_topo': text}})")
     topo = (
@@ -357,6 +358,15 @@ def from_calibration(
         )
         for r in topo.shared
     )
+    costs = None
+    if "regimes" in values:  # the fitted software costs: staged copies on this topology pay them
+        from .._costs import CostModel
+
+        costs = CostModel.from_values(values, where=where)
     return dataclasses.replace(
-        topo, links=tuple(links), shared=shared, device=str(values.get("device") or topo.device)
+        topo,
+        links=tuple(links),
+        shared=shared,
+        device=str(values.get("device") or topo.device),
+        costs=costs or topo.costs,
     )
