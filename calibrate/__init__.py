@@ -27,6 +27,9 @@ from ._fit import fit as fit
 from ._fit import free_indices as free_indices
 from ._fit import plot_fit as plot_fit
 from ._fit import report as report
+from ._layout import LayoutFinding as LayoutFinding
+from ._layout import check_layout as check_layout
+from ._layout import implied_groups as implied_groups
 from ._model import Experiment as Experiment
 from ._model import ExperimentBatch as ExperimentBatch
 from ._model import Params as Params

@@ -42,7 +42,7 @@ def read_traces(paths):
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from netsim.calibrate import calibrate, plot_fit
+    from netsim.calibrate import calibrate, check_layout, plot_fit
     from netsim.calibrate.presets import save
     from netsim.topology import PRESETS, load, load_costs, topology_entry
 
@@ -68,6 +68,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     about_data = ("refused ", *(f"{t.source}:" for t in traces))
     say = lambda line: print(line, file=sys.stderr)
     progress = (lambda line: line.startswith(about_data) and say(line)) if args.quiet else say
+    for trace in traces:  # a fit on the wrong layout fits links the machine does not have
+        for finding in check_layout(trace, topo):
+            say(f"warning: layout: {finding}")
     try:
         cal = calibrate(
             traces,

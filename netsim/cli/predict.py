@@ -37,7 +37,7 @@ def register(subparsers) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from netsim.calibrate import Params, Spec, compare, experiments_from_trace, predict
+    from netsim.calibrate import Params, Spec, check_layout, compare, experiments_from_trace, predict
     from netsim.calibrate.presets import save
     from netsim.topology import load, load_costs
 
@@ -65,6 +65,9 @@ def _predict(args: argparse.Namespace) -> int:
         experiments += experiments_from_trace(trace, spec, topo, staged=staged, routes=args.p2p, notes=notes)
     for line in notes:
         print(line)
+    for trace in traces:  # where the trace and the topology disagree on the machine's layout
+        for finding in check_layout(trace, topo):
+            print(f"warning: layout: {finding}")
     if not experiments:
         raise ScenarioError(f"no table in {', '.join(args.traces)} can be simulated on {topo.name!r}")
     print(
