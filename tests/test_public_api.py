@@ -279,6 +279,18 @@ def test_calibrate_names():
         "calibrate",
         "Calibration",  # fitting
         "fit_jobs",  # job traffic models (netsim.calibrate.jobs)
+        "check_layout",
+        "LayoutFinding",
+        "implied_groups",  # layout evidence
+        "identifiability",
+        "Identifiability",
+        "parameter_names",  # what the data pins
+        "check_transports",
+        "transport_ceilings",
+        "TransportReport",
+        "TRANSPORTS",
+        "SOCKET_BANDWIDTH",
+        "socket_params",  # degraded transports
     }
     assert submodules(netsim.calibrate) >= {"presets", "transport", "jobs"}
 
