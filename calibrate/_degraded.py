@@ -40,6 +40,7 @@ __all__ = [
     "TRANSPORTS",
     "TransportReport",
     "check_transports",
+    "copy_report",
     "socket_params",
     "transport_ceilings",
 ]
@@ -99,6 +100,7 @@ class TransportReport:
         declared: the transport the table says it used ("p2p" or "shm").
         ceilings: transport -> busbw ceiling (bytes/s).
         degraded: plateau < DEGRADED x the declared transport's ceiling.
+        quantity: "busbw" (collectives) or "bandwidth" (copies: the median cell).
     """
 
     table: str
@@ -106,6 +108,7 @@ class TransportReport:
     declared: str
     ceilings: dict[str, float]
     degraded: bool
+    quantity: str = "busbw"
 
     def error(self, transport: str) -> float:
         """(ceiling - plateau) / plateau: how far `transport` is from explaining the table."""
@@ -117,7 +120,7 @@ class TransportReport:
 
     def __str__(self) -> str:
         head = (
-            f"{self.table}: busbw plateau {self.plateau / 1e9:.2f} GB/s is "
+            f"{self.table}: {self.quantity} plateau {self.plateau / 1e9:.2f} GB/s is "
             f"{self.plateau / self.ceilings[self.declared]:.0%} of what {self.declared} carries on this topology "
             f"({self.ceilings[self.declared] / 1e9:.1f} GB/s)"
         )
@@ -126,7 +129,15 @@ class TransportReport:
         cands = ", ".join(
             f"{t} {self.ceilings[t] / 1e9:.2f} GB/s ({self.error(t):+.0%})" for t in self.ranked()
         )
-        return f"{head}: likely a degraded transport. Candidates, closest first: {cands} (choose one with --transport)"
+        best = min(abs(self.error(t)) for t in self.ceilings)
+        tail = (
+            "none of them within 25 %: a transport netsim does not model"
+            if best > 0.25
+            else ("choose one with --transport" if self.quantity == "busbw" else "")
+        )
+        return f"{head}: likely a degraded transport. Candidates, closest first: {cands}" + (
+            f" ({tail})" if tail else ""
+        )
 
 
 def check_transports(
@@ -137,12 +148,23 @@ def check_transports(
     group: str = "out-of-place",
     socket_bandwidth: float = SOCKET_BANDWIDTH,
 ) -> list[TransportReport]:
-    """A `TransportReport` per collective table of `trace` that `topo` can hold (see `refusal`)."""
-    from netsim.traces import NcclTable
+    """A `TransportReport` per collective table of `trace` that `topo` can hold (see `refusal`), and per
+    unidirectional P2P=Enabled copy matrix (`copy_report`)."""
+    from netsim.traces import NcclTable, P2PMatrix
 
     no_p2p = any(_NO_P2P.search(line) for line in trace.header)
+    try:
+        connect = trace.matrix("connectivity").values > 0
+    except KeyError:
+        connect = None
     out = []
     for t in trace.tables:
+        if isinstance(t, P2PMatrix) and t.kind == "unidirectional" and t.p2p and refusal(t, topo) is None:
+            allowed = connect is None or connect.shape != t.values.shape or bool(connect.all())
+            out.append(
+                copy_report(f"{trace.source}:{t.line} unidirectional", t.values, topo, staged, allowed)
+            )
+            continue
         if not isinstance(t, NcclTable) or refusal(t, topo) is not None or t.n_gpus < 2:
             continue
         busbw = t.column("busbw", group)
@@ -169,3 +191,31 @@ def socket_params(spec, params, n_ranks: int, socket_bandwidth: float = SOCKET_B
     mask = np.array([s.endswith(" staging") for s in spec.shared], bool)
     log_shared = np.where(mask, budget, np.asarray(params.log_shared))
     return dataclasses.replace(params, log_shared=log_shared)
+
+
+def copy_report(
+    name: str, values, topo: Topology, staged: Topology, p2p: bool = True, *, efficiency: float = 0.77
+) -> TransportReport:
+    """A unidirectional copy matrix (bytes/s, device i to j) against the copy transports: "p2p" (the
+    direct route's narrowest link) and "staged" (cudaMemcpy's bounce: the staging efficiency x the host
+    route through the source's memory and the GPU's host budget), medians over the cells; `p2p`: whether
+    the table's copies were P2P (a P2P=Enabled title where the connectivity matrix allows it)."""
+    gpus = topo.gpus()
+    n = values.shape[0]
+    cells = [(i, j) for i in range(n) for j in range(n) if i != j]
+    narrow = lambda t, route: min(t.link[x].bandwidth for x in route)
+    direct = [narrow(topo, topo.route(gpus[i], gpus[j])) for i, j in cells]
+    bounce = [
+        efficiency
+        * min(
+            narrow(staged, host_route(staged, gpus[i], gpus[j], home_memory(staged, gpus[i]))),
+            _budget(staged, gpus[i]),
+            _budget(staged, gpus[j]),
+        )
+        for i, j in cells
+    ]
+    plateau = float(np.median([values[i, j] for i, j in cells]))
+    ceilings = {"p2p": float(np.median(direct)), "staged": float(np.median(bounce))}
+    declared = "p2p" if p2p else "staged"
+    degraded = plateau < DEGRADED * ceilings[declared]
+    return TransportReport(name, plateau, declared, ceilings, degraded, "bandwidth")

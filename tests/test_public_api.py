@@ -286,6 +286,7 @@ def test_calibrate_names():
         "Identifiability",
         "parameter_names",  # what the data pins
         "check_transports",
+        "copy_report",
         "transport_ceilings",
         "TransportReport",
         "TRANSPORTS",
