@@ -90,11 +90,11 @@ def _describe(groups: list[list[int]]) -> str:
         f"GPUs {g[0]}-{g[-1]}" if g == list(range(g[0], g[-1] + 1)) else f"GPUs {g}" for g in groups
     )
     if len(groups) == 1:
-        return f"one socket of {sizes[0]} GPUs ({show}): pcie_server({sizes[0]}, sockets=1)"
+        return f"one socket of {sizes[0]} GPUs ({show}): pcie_server({sizes[0]}, sockets=1), --topology pcie:{sizes[0]}"
     if len(set(sizes)) == 1:
         return (
             f"{len(groups)} groups of {sizes[0]} GPUs joined by slower paths ({show}): "
-            f"pcie_server({sum(sizes)}, sockets={len(groups)})"
+            f"pcie_server({sum(sizes)}, sockets={len(groups)}), --topology pcie:{sum(sizes)},sockets={len(groups)}"
         )
     return f"groups {show} joined by slower paths"
 

@@ -44,6 +44,10 @@ def test_a_single_socket_six_gpu_box_on_m01_names_the_socket_link():
     text = str(finding)
     assert "measured like pairs within a socket" in text and "routes them over the socket link" in text
     assert "no socket link" in text and "pcie_server(6, sockets=1)" in finding.implied
+    assert (
+        "--topology pcie:6" in finding.implied
+        and check_layout(matrix_trace(uniform(6, 25.6)), load("pcie:6")) == []
+    )
 
 
 def test_two_groups_on_a_one_socket_topology_name_the_slow_cells_and_two_sockets():

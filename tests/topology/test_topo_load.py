@@ -249,3 +249,19 @@ def test_cluster_shapes_load_by_spec():
     for bad in ("fat-tree:x", "fat-tree:4,2", "leaf-spine:4,2", "leaf-spine:0,2,8"):
         with pytest.raises(ScenarioError, match="expected"):
             load(bad)
+
+
+def test_pcie_server_specs_load_with_shared_resources_and_p2p():
+    from netsim.topology import pcie_server, pcie_spec, topology_entry
+
+    six = load("pcie:6")
+    assert six.gpus() == tuple(f"gpu{i}" for i in range(6)) and not six.nodes_of("socket")
+    assert not any(link_class(six, x) == "socket" for x in six.route("gpu0", "gpu5"))
+    assert {r.id for r in six.shared} == {f"gpu{i} staging" for i in range(6)}
+    two = load("pcie:8,sockets=2,switches=2", p2p=False)
+    want = pcie_server(8, sockets=2, gpus_per_switch=2, p2p=False)
+    assert [x.id for x in two.links] == [x.id for x in want.links] and two.router.p2p is False
+    assert topology_entry("pcie:6") == "pcie:6" and pcie_spec("pcie-8gpu") is None
+    for bad in ("pcie:", "pcie:x", "pcie:4,sockets", "pcie:4,cores=2"):
+        with pytest.raises(ScenarioError, match="pcie:N"):
+            load(bad)
