@@ -243,6 +243,7 @@ def test_topology_names():
         "from_calibration",
         "read_calibration",
         "load_costs",  # presets, calibrated files
+        "pcie_spec",  # "pcie:N,..." servers from the command line
         "link_class",  # the link classes a calibration fits
         "pcie_shared",
         "socket_duplex",
