@@ -73,7 +73,8 @@ class Identifiability:
         """One line: "identifiable: ..." or "under-determined: free parameters ...", with the count of
         points and fitted parameters of each stage."""
         counts = ", ".join(
-            f"{p} points for {k} parameters" for p, k in zip(self.points, self.parameters, strict=True)
+            f"{p} point{'s' * (p != 1)} for {k} parameter{'s' * (k != 1)}"
+            for p, k in zip(self.points, self.parameters, strict=True)
         )
         if not self.free:
             return f"identifiable: every fitted parameter is pinned by the data ({counts})"

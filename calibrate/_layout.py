@@ -165,10 +165,8 @@ def _matrix_findings(m: P2PMatrix, topo: Topology, gpus: Sequence[str], where: s
         if split is None:
             continue
         fast, slow_m, fast_m = split
-        hit = [
-            c for c, k, f in zip(np.array(cells)[groups[g]], groups[g][groups[g]], fast, strict=True) if not f
-        ]
-        hit = [tuple(int(v) for v in c) for c in hit]
+        mine = [c for c, k in zip(cells, groups[g], strict=True) if k]
+        hit = [c for c, f in zip(mine, fast, strict=True) if not f]
         out.append(
             LayoutFinding(
                 f"{where}: cells {_show(hit)} measured slower ({slow_m / 1e9:.1f} GB/s) than the other cells "
