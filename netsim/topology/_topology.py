@@ -238,7 +238,8 @@ class Topology:
         if any(staged):
             from .._costs import CostModel  # jax: only for topologies that stage copies
 
-            routed = (self.costs or CostModel.default()).stage_copies(routed, staged)
+            costs = self.costs if self.costs is not None else CostModel.default()
+            routed = costs.stage_copies(routed, staged)
         return Scenario(
             self.links, routed, tuple(tasks), name=self.name if name is None else name, shared=self.shared
         )
