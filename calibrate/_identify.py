@@ -5,8 +5,8 @@ log-parameters (J: the log-time residuals' Jacobian, the columns `jvp_columns` g
 W: the points' loss weights, summing to 1). Moving the parameters by d along a unit eigenvector of
 eigenvalue lam changes the rms log-time error by about sqrt(lam) x d. A direction along which a factor
 of 2 (d = ln 2) moves it by less than 1 % is one the data cannot pin: the fit stops anywhere along it,
-and two fits of the same tables may disagree off the measured points. Its parameters are reported as
-free, and a report of such a fit never shows a bare error figure (`FitReport.summary`).
+and two fits of the same tables may disagree off the measured points. A parameter whose unit direction
+lies mostly (over half of its squared length) in the span of such directions is reported as free, and a report of such a fit never shows a bare error figure (`FitReport.summary`).
 """
 
 from __future__ import annotations
@@ -100,13 +100,17 @@ def identifiability(
             continue
         c = res.curvature[np.ix_(idx, idx)]
         lam, vec = np.linalg.eigh(0.5 * (c + c.T))
-        for k in np.flatnonzero(lam < cut):
-            v = vec[:, k]
-            main = (
-                np.flatnonzero(np.abs(v) >= 0.3) if np.any(np.abs(v) >= 0.3) else [int(np.argmax(np.abs(v)))]
-            )
-            free += [names[idx[m]] for m in main]
-            directions.append(" ".join(f"{'+' if v[m] > 0 else '-'}{names[idx[m]]}" for m in main))
+        null = vec[:, lam < cut]  # the flat subspace: any basis of it is as good as another
+        # a parameter is free when most of its unit direction lies in the flat subspace (basis-free)
+        share = np.sum(null**2, axis=1)
+        mine = np.flatnonzero(share > 0.5)
+        free += [names[idx[m]] for m in mine]
+        for k in range(null.shape[1]):  # the directions, read over the free parameters only
+            v = null[mine, k]
+            main = [m for m, x in zip(mine, v, strict=True) if abs(x) >= 0.3]
+            if main:
+                sign = {m: "+" if x > 0 else "-" for m, x in zip(mine, v, strict=True)}
+                directions.append(" ".join(f"{sign[m]}{names[idx[m]]}" for m in main))
     return Identifiability(
         tuple(names),
         tuple(dict.fromkeys(fitted)),
