@@ -17,6 +17,13 @@ from ._calibrate import calibrate as calibrate
 from ._calibrate import experiments_from_trace as experiments_from_trace
 from ._calibrate import ranks_of as ranks_of
 from ._calibrate import refusal as refusal
+from ._degraded import SOCKET_BANDWIDTH as SOCKET_BANDWIDTH
+from ._degraded import TRANSPORTS as TRANSPORTS
+from ._degraded import TransportReport as TransportReport
+from ._degraded import check_transports as check_transports
+from ._degraded import copy_report as copy_report
+from ._degraded import socket_params as socket_params
+from ._degraded import transport_ceilings as transport_ceilings
 from ._fit import ExperimentReport as ExperimentReport
 from ._fit import FitReport as FitReport
 from ._fit import FitResult as FitResult
@@ -27,6 +34,12 @@ from ._fit import fit as fit
 from ._fit import free_indices as free_indices
 from ._fit import plot_fit as plot_fit
 from ._fit import report as report
+from ._identify import Identifiability as Identifiability
+from ._identify import identifiability as identifiability
+from ._identify import parameter_names as parameter_names
+from ._layout import LayoutFinding as LayoutFinding
+from ._layout import check_layout as check_layout
+from ._layout import implied_groups as implied_groups
 from ._model import Experiment as Experiment
 from ._model import ExperimentBatch as ExperimentBatch
 from ._model import Params as Params

@@ -13,6 +13,7 @@ from netsim.topology import Topology
 from netsim.traces import NcclTable, P2PMatrix, Trace
 
 from ._fit import FitReport, FitResult, Freeze, fit
+from ._identify import Identifiability, identifiability
 from ._model import (
     COLLECTIVES,
     Experiment,
@@ -199,8 +200,10 @@ class Calibration:
     Attributes:
         spec, params: the parameters.
         results: the optimizer's record of each stage.
-        report: measured vs simulated on the fitted experiments.
+        report: measured vs simulated on the fitted experiments (its `free`: the parameters the data
+            cannot pin).
         sources: the trace files fitted.
+        identifiability: which fitted parameters the data pins (`identifiability`).
     """
 
     spec: Spec
@@ -208,6 +211,7 @@ class Calibration:
     results: tuple[FitResult, ...]
     report: FitReport
     sources: tuple[str, ...]
+    identifiability: Identifiability | None = None
 
     def topology(self, topo: Topology) -> Topology:
         """`topo` (the topology fitted, or its P2P-off twin) with the fitted figures: what
@@ -336,4 +340,10 @@ def calibrate(
     else:
         results = [best(f"fit on {len(experiments)} tables", experiments, freeze)]
         report = results[0].report(experiments)
-    return Calibration(spec, results[-1].params, tuple(results), report, tuple(t.source for t in traces))
+    stages = [copies, colls] if copies and colls else [experiments]
+    points = [sum(int(np.sum(e.weight > 0)) for e in stage) for stage in stages]
+    ident = identifiability(spec, results, points)
+    report = dataclasses.replace(report, free=ident.free)
+    return Calibration(
+        spec, results[-1].params, tuple(results), report, tuple(t.source for t in traces), ident
+    )

@@ -66,7 +66,7 @@ def _step(params: Params, opt_state, batches: tuple[ExperimentBatch, ...], free:
         r, jac, (status, events) = jvp_columns(lambda x, b=batch: residuals(x, b), flat, tangents)
         value = value + jnp.sum(batch.weight * r**2)
         grad = grad.at[idx].add(2.0 * jac @ (batch.weight * r))
-        out.append((batch.measured * jnp.exp(r), status, events))
+        out.append((batch.measured * jnp.exp(r), status, events, jac))
     updates, opt_state = _OPTIM.update(unravel(grad), opt_state, params)
     return eqx.apply_updates(params, updates), opt_state, value, tuple(out)
 
@@ -83,6 +83,9 @@ class FitResult:
         stopped: "converged" (no relative progress over `patience` steps, or `target` reached) or
             "max_steps".
         simulated: per experiment, the simulated times (s) at `params`.
+        curvature: the loss's Gauss-Newton curvature J^T W J at `params` over the flat parameters
+            (`ravel_pytree` order; rows and columns of held parameters are 0): see `identifiability`.
+        fitted: flat indices of the parameters the fit moved (free, and able to change some point).
     """
 
     params: Params
@@ -91,6 +94,8 @@ class FitResult:
     steps: int
     stopped: str
     simulated: tuple[np.ndarray, ...]
+    curvature: np.ndarray | None = None
+    fitted: np.ndarray | None = None
 
     def report(self, experiments: Sequence[Experiment]) -> FitReport:
         """The report of the fitted experiments at the best parameters (no new simulation)."""
@@ -196,9 +201,16 @@ def fit(
             check=check,
             describe=lambda v: f"rms log-time error {math.sqrt(v):.2%}",
         )
-        best_times = np.asarray(jax.device_get(jnp.concatenate([t for t, _, _ in out])))
+        best_times = np.asarray(jax.device_get(jnp.concatenate([t for t, _, _, _ in out])))
     simulated = _split(laid, where, best_times)
-    return FitResult(jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated)
+    curvature = np.zeros((mask.size, mask.size))
+    for b, (_, _, _, jac), idx in zip(laid, out, free, strict=True):  # Gauss-Newton J^T W J at `best`
+        idx, jac = np.asarray(idx), np.asarray(jax.device_get(jac))
+        curvature[np.ix_(idx, idx)] += (jac * np.asarray(b.weight)) @ jac.T
+    fitted = np.unique(np.concatenate([np.asarray(i) for i in free])).astype(np.int32)
+    return FitResult(
+        jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated, curvature, fitted
+    )
 
 
 def descend(
@@ -284,7 +296,7 @@ def _split(laid, where, times: np.ndarray) -> tuple[np.ndarray, ...]:
 
 def _check(out, laid, where, experiments) -> None:
     """Raises SimulationError naming the experiment whose simulation did not finish (status on the host)."""
-    for b, ((_, status, events), batch) in enumerate(zip(out, laid, strict=True)):
+    for b, ((_, status, events, _), batch) in enumerate(zip(out, laid, strict=True)):
         status = np.asarray(status)
         if np.any(status != 0):
             names = [experiments[i].name for i, (k, _, _) in enumerate(where) if k == b]
@@ -341,7 +353,11 @@ class ExperimentReport:
 
 @dataclasses.dataclass(frozen=True)
 class FitReport:
+    """Measured against simulated per experiment; `free`: fitted parameters the data cannot pin
+    (`netsim.calibrate.identifiability`), whose presence marks every error figure as no evidence."""
+
     experiments: tuple[ExperimentReport, ...]
+    free: tuple[str, ...] = ()
 
     def __getitem__(self, name: str) -> ExperimentReport:
         for e in self.experiments:
@@ -350,16 +366,23 @@ class FitReport:
         raise KeyError(f"no experiment {name!r}; have {[e.name for e in self.experiments]}")
 
     def summary(self, *, points: bool = False) -> str:
-        """One line per experiment (mean and max |relative error|), optionally every point; aligned columns."""
+        """One line per experiment (mean and max |relative error|), optionally every point; aligned columns.
+        An under-determined fit (`free`) marks its figures with * and says which parameters are free."""
         width = max([len("experiment")] + [len(e.name) for e in self.experiments])
         lines = [f"{'experiment':<{width}}  {'quantity':>9} {'points':>6} {'mean err':>9} {'max err':>9}"]
+        mark = "*" if self.free else ""
         for e in self.experiments:
             lines.append(
-                f"{e.name:<{width}}  {e.quantity:>9} {len(e.labels):>6} {e.mean_error:>9.2%} "
-                f"{e.max_error:>9.2%}"
+                f"{e.name:<{width}}  {e.quantity:>9} {len(e.labels):>6} {e.mean_error:>8.2%}{mark or ' '}"
+                f"{e.max_error:>8.2%}{mark}"
             )
             if points:
                 lines += ["    " + line for line in e.table()]
+        if self.free:
+            lines.append(
+                f"* under-determined: free parameters {', '.join(self.free)}: the data cannot pin them, so "
+                "these errors say nothing of them (another fit may predict otherwise between the points)"
+            )
         return "\n".join(lines)
 
 

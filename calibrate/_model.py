@@ -370,7 +370,9 @@ def p2p_experiment(
                 netsim.Flow(f"copy{a}to{b}", gpus[a], gpus[b], size, route=tuple(route(a, b)))
                 for a, b in pairs
             ]
-            compiled.append(compile_scenario(topo.scenario(flows, name=f"{kind} {i}->{j}")))
+            # not topo.scenario: the fit's own copy costs (`simulate_experiments`) stand for the topology's
+            scenario = netsim.Scenario(topo.links, flows, name=f"{kind} {i}->{j}", shared=topo.shared)
+            compiled.append(compile_scenario(scenario))
             total = size * len(pairs)
             measured.append(values[i, j] if kind == "latency" else total / values[i, j])
             labels.append(f"{i}->{j}")

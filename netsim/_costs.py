@@ -17,6 +17,7 @@ formula is written once, in jax.numpy, and traced by the fit as it is evaluated 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,19 +28,21 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._checks import fraction, number, quantity
-from ._scenario import Scenario, ScenarioError
+from ._scenario import Flow, Scenario, ScenarioError
 
 __all__ = ["DEFAULT_COSTS", "CostModel"]
 
 #: NCCL-like values, where a calibration gives none. LL: 50 % payload efficiency (a 4-byte flag in
 #: every 8-byte store), ~1 us per step; Simple: ~98 % efficiency, ~5 us per step, handing over at 16 KiB
-#: per step. Further regimes take 2 us x (index + 1), 90 %, and hand-overs 4 x apart.
+#: per step. Further regimes take 2 us x (index + 1), 90 %, and hand-overs 4 x apart. Host-staged
+#: copies (cudaMemcpy with P2P off): ~10 us (m01's P2P=Disabled latency matrix, 10-12 us) and the
+#: staging pipeline's 0.77, fitted on m01's P2P=Disabled copies (docs/heldout.md).
 DEFAULT_COSTS: dict[str, Any] = {
     "width": 0.5,
     "launch": 0.0,
     "copy_overhead": 1e-6,
     "staged_overhead": 10e-6,
-    "staged_efficiency": 0.9,
+    "staged_efficiency": 0.77,
 }
 _DEFAULT_REGIMES = {"LL": (1e-6, 0.5), "Simple": (5e-6, 0.98)}
 
@@ -116,6 +119,25 @@ class CostModel(eqx.Module):
             collective * over + (1.0 - collective) * copy,
             collective / eff + (1.0 - collective) * staged_factor,
         )
+
+    def stage_copies(self, flows: Sequence[Flow], staged: Sequence[bool]) -> list[Flow]:
+        """`flows` with the copy costs of `flow_costs` where `staged` is True (host-staged copies: the
+        staged overhead added, bytes / staged efficiency); the others unchanged. How a topology with P2P
+        off makes its device-to-device flows pay cudaMemcpy's bounce (`netsim.topology.Topology.scenario`)."""
+        flows = list(flows)
+        pick = [i for i, s in enumerate(staged) if s]
+        if not pick:
+            return flows
+        size = np.array([flows[i].bytes for i in pick], np.float64)
+        with jax.enable_x64(True):
+            over, factor = jax.device_get(self.flow_costs(size, 0.0, True))
+        over, factor = np.broadcast_to(over, size.shape), np.broadcast_to(factor, size.shape)
+        for k, i in enumerate(pick):
+            f = flows[i]
+            flows[i] = dataclasses.replace(
+                f, bytes=f.bytes * float(factor[k]), overhead=f.overhead + float(over[k])
+            )
+        return flows
 
     @property
     def launch(self) -> float:
@@ -202,6 +224,11 @@ class CostModel(eqx.Module):
             regimes=names,
         )
 
+    @classmethod
+    def default(cls) -> CostModel:
+        """The model of `defaults()`: what a topology without calibrated costs pays."""
+        return _default_model()
+
     @staticmethod
     def defaults(regimes: Sequence[str] = ("LL", "Simple")) -> dict[str, Any]:
         """NCCL-like values (see DEFAULT_COSTS) with `regimes`, as `to_values` writes them."""
@@ -233,3 +260,8 @@ class CostModel(eqx.Module):
 @jax.jit  # one dispatch per scenario: a ring search applies the costs to thousands of probes
 def _collective_costs(model: CostModel, size: Array) -> tuple[Array, Array]:
     return model.flow_costs(size, 1.0, False)
+
+
+@functools.cache
+def _default_model() -> CostModel:
+    return CostModel.from_values(CostModel.defaults(), where="defaults")

@@ -246,6 +246,7 @@ def test_topology_names():
         "from_calibration",
         "read_calibration",
         "load_costs",  # presets, calibrated files
+        "pcie_spec",  # "pcie:N,..." servers from the command line
         "link_class",  # the link classes a calibration fits
         "pcie_shared",
         "socket_duplex",
@@ -282,6 +283,19 @@ def test_calibrate_names():
         "calibrate",
         "Calibration",  # fitting
         "fit_jobs",  # job traffic models (netsim.calibrate.jobs)
+        "check_layout",
+        "LayoutFinding",
+        "implied_groups",  # layout evidence
+        "identifiability",
+        "Identifiability",
+        "parameter_names",  # what the data pins
+        "check_transports",
+        "copy_report",
+        "transport_ceilings",
+        "TransportReport",
+        "TRANSPORTS",
+        "SOCKET_BANDWIDTH",
+        "socket_params",  # degraded transports
     }
     assert submodules(netsim.calibrate) >= {"presets", "transport", "jobs"}
 

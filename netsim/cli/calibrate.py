@@ -31,7 +31,7 @@ def register(subparsers) -> None:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from netsim.calibrate import calibrate, plot_fit
+    from netsim.calibrate import calibrate, check_layout, check_transports, plot_fit
     from netsim.calibrate.presets import save
     from netsim.topology import PRESETS, load, load_costs, topology_entry
     from netsim.traces import read_trace
@@ -59,6 +59,12 @@ def _calibrate(args: argparse.Namespace) -> int:
     said: set[str] = set()  # the fit's stages read the same tables: each refusal or note is said once
     say = lambda line: line in said or said.add(line) or print(line, file=sys.stderr)
     progress = (lambda line: line.startswith(about_data) and say(line)) if args.quiet else say
+    for trace in traces:  # a fit on the wrong layout fits links the machine does not have
+        for finding in check_layout(trace, topo):
+            say(f"warning: layout: {finding}")
+        for rep in check_transports(trace, topo, staged):  # a fit follows a degraded run: say so
+            if rep.degraded:
+                say(f"warning: transport: {rep}")
     try:
         cal = calibrate(
             traces,
@@ -72,6 +78,8 @@ def _calibrate(args: argparse.Namespace) -> int:
     except FloatingPointError as e:  # the loss overflowed: the step was too large for these tables
         raise SimulationError(f"{e} (--lr {lr:g})") from None
     print(cal.report.summary(points=args.points))
+    if cal.identifiability is not None:
+        print(cal.identifiability.summary())
     save(args.out, {"topology": entry, **({"device": topo.device} if topo.device else {}), **cal.values()})
     print(f"\nwrote {args.out}")
     if args.plot:

@@ -149,6 +149,14 @@ def register(subparsers) -> None:
         help="direct GPU-to-GPU copies (on) or host-staged (off); default: the machine's own",
     )
     p.add_argument(
+        "--software",
+        default="auto",
+        metavar="none|nccl|FILE",
+        help="collective software costs: none (links only), nccl (netsim's NCCL-like defaults: per-step "
+        "LL 1 us, Simple 5 us, from NCCL's tuning model; docs/collectives.md), or a calibration JSON / "
+        "calibrated preset; default auto: the topology's fitted costs if it has them, else none",
+    )
+    p.add_argument(
         "--algo",
         choices=ALGORITHMS,
         help="algorithm (default ring; direct for alltoall); see docs/collectives.md",
@@ -198,10 +206,10 @@ def _collective(args: argparse.Namespace) -> int:
         },
     )
     from .. import studies, workloads
-    from ..topology import load, load_costs
+    from ..topology import load
 
     sizes = studies.nccl_sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
-    costs = load_costs(args.topology)  # the fitted software costs of a calibration, else None
+    costs = software_costs(args.software, args.topology)
     topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on")
     topo, notes = scale_links(topo, args.scale)
     gpus = topo.gpus()
@@ -247,7 +255,7 @@ def _collective(args: argparse.Namespace) -> int:
             costs=costs,
             slots=extra.get("slots", workloads.collectives.SLOTS),
         )
-        print(format_rings(search, fitted_costs=costs is not None))
+        print(format_rings(search, fitted_costs=costs is not None and args.software != "nccl"))
     if args.json:
         from .._checks import to_json, write_atomic
 
@@ -315,6 +323,23 @@ def format_table(args, topo, ranks, algo, table, counts, *, root: int, notes=())
     avg = float(sum(table.busbw) / len(table.busbw)) / 1e9
     lines += [f"# Avg bus bandwidth    : {avg:g} ", "#"]
     return "\n".join(lines)
+
+
+def software_costs(choice: str, topology: str):
+    """--software: None ("none"), netsim's NCCL-like defaults ("nccl"), a calibration's fitted costs
+    (a file or calibrated preset), or "auto": the topology's own fitted costs, else None."""
+    from .._costs import CostModel
+    from .._errors import ScenarioError
+    from ..topology import load_costs
+
+    if choice == "none":
+        return None
+    if choice == "nccl":
+        return CostModel.default()
+    costs = load_costs(topology if choice == "auto" else choice)
+    if costs is None and choice != "auto":
+        raise ScenarioError(f"--software: {choice!r} is none, nccl, or a calibration with software costs")
+    return costs
 
 
 def format_rings(search, *, fitted_costs: bool = False) -> str:

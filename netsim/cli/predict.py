@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
@@ -32,12 +33,37 @@ def register(subparsers) -> None:
         help="P2P on (direct routes) or off (host-staged), or as each table says (default auto: "
         "NCCL_P2P_DISABLE on its command line, P2P=Disabled matrices, 'P2P not available' notes)",
     )
+    p.add_argument(
+        "--transport",
+        choices=("auto", "p2p", "shm", "socket"),
+        default="auto",
+        help="simulate every collective over one named transport (docs/calibration.md, 'Degraded "
+        "transports'): p2p (= --p2p on), shm (= --p2p off), socket (NCCL's network transport over "
+        "loopback: host routes, host budgets at 2 x --socket-bandwidth / ranks); default auto: --p2p",
+    )
+    p.add_argument(
+        "--socket-bandwidth",
+        type=float,
+        default=None,
+        metavar="GBPS",
+        help="the socket transport's loopback throughput, all hops together, GB/s (default 8)",
+    )
     p.add_argument("--json", metavar="OUT", help="write the points as JSON (written atomically)")
     p.set_defaults(handler=_predict)
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from netsim.calibrate import Params, Spec, compare, experiments_from_trace, predict
+    from netsim.calibrate import (
+        SOCKET_BANDWIDTH,
+        Params,
+        Spec,
+        check_layout,
+        check_transports,
+        compare,
+        experiments_from_trace,
+        predict,
+        socket_params,
+    )
     from netsim.topology import load, load_costs
     from netsim.traces import read_trace
 
@@ -57,14 +83,26 @@ def _predict(args: argparse.Namespace) -> int:
             "bytes and latencies",
             file=sys.stderr,
         )
+    socket = SOCKET_BANDWIDTH if args.socket_bandwidth is None else args.socket_bandwidth * 1e9
+    if not socket > 0:
+        raise ScenarioError(
+            f"--socket-bandwidth: expected a bandwidth > 0 GB/s, got {args.socket_bandwidth!r}"
+        )
+    routes = {"p2p": "on", "shm": "off", "socket": "off"}.get(args.transport, args.p2p)
     traces = [read_trace(t) for t in args.traces]
     spec = Spec.for_topology(topo, staged=staged, regimes=costs.regimes if costs else None)
     params = Params.load(spec, args.params, topo, staged)
     experiments, notes = [], []
     for trace in traces:
-        experiments += experiments_from_trace(trace, spec, topo, staged=staged, routes=args.p2p, notes=notes)
+        experiments += experiments_from_trace(trace, spec, topo, staged=staged, routes=routes, notes=notes)
     for line in notes:
         print(line)
+    for trace in traces:  # where the trace and the topology disagree on the machine's layout
+        for finding in check_layout(trace, topo):
+            print(f"warning: layout: {finding}")
+        for rep in check_transports(trace, topo, staged, socket_bandwidth=socket):
+            if rep.degraded:
+                print(f"warning: transport: {rep}")
     if not experiments:
         raise ScenarioError(f"no table in {', '.join(args.traces)} can be simulated on {topo.name!r}")
     print(
@@ -72,7 +110,19 @@ def _predict(args: argparse.Namespace) -> int:
         "compiling first (~20 s)",
         file=sys.stderr,
     )
-    run = predict(params, experiments, throw=False)
+    if args.transport == "socket":  # the host budgets depend on each table's rank count
+        runs = [
+            predict(socket_params(spec, params, max(e.n_ranks, 2), socket), [e], throw=False)
+            for e in experiments
+        ]
+        run = dataclasses.replace(
+            runs[0],
+            status=np.concatenate([r.status for r in runs]),
+            events=np.concatenate([r.events for r in runs]),
+            outputs={"makespan": np.concatenate([r["makespan"] for r in runs])},
+        )
+    else:
+        run = predict(params, experiments, throw=False)
     tables, start = [], 0
     for e in experiments:
         part = slice(start, start + e.n_points)

@@ -27,6 +27,9 @@ def listing() -> str:
     lines += [f"  {name:<{width}}{text}" for name, text in PRESETS.items()]
     lines += ["", "cluster shapes (netsim.topology.load(spec)):"]
     lines += [f"  {name + ':...':<{width}}{text}" for name, (text, _) in CLUSTERS.items()]
+    lines.append(
+        f"  {'pcie:...':<{width}}PCIe server: pcie:N[,sockets=S][,numa=K][,switches=G][,nics=M][,nvlink=L]"
+    )
     lines += ["", "calibrated presets (fitted figures; loaded first by netsim.topology.load(name)):"]
     for name, values in CALIBRATED.items():
         fit = values.get("fit", {})

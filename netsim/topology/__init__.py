@@ -36,6 +36,7 @@ from ._presets import base_topology as base_topology
 from ._presets import from_calibration as from_calibration
 from ._presets import load as load
 from ._presets import load_costs as load_costs
+from ._presets import pcie_spec as pcie_spec
 from ._presets import preset as preset
 from ._presets import read_calibration as read_calibration
 from ._presets import topology_entry as topology_entry

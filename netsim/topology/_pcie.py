@@ -129,6 +129,12 @@ class PcieRouter(SinglePath):
             return direct
         return tuple(self.transport.route(topo, self, src, dst))
 
+    def staged(self, topo: Topology, src: str, dst: str) -> bool:
+        """True for a copy between two devices that the driver bounces through host memory: P2P off,
+        with the `HostStaged` transport (cudaMemcpy's; another transport pays its own costs)."""
+        devices = topo.kind.get(src) in DEVICES and topo.kind.get(dst) in DEVICES
+        return devices and not self.p2p and isinstance(self.transport, HostStaged)
+
 
 def build_server(
     plan: ServerPlan,

@@ -149,6 +149,37 @@ def _cluster(name: str) -> Topology | None:
     return CLUSTERS[kind][1](*sizes)
 
 
+#: keys of a "pcie:N,key=value,..." server spec -> pcie_server's keyword
+PCIE_KEYS = {
+    "sockets": "sockets",
+    "numa": "numa_per_socket",
+    "switches": "gpus_per_switch",
+    "nics": "nics",
+    "nvlink": "nvlink_pairs",
+}
+
+
+def pcie_spec(name: str, **pcie) -> Topology | None:
+    """The PCIe server of a "pcie:N[,sockets=S][,numa=K][,switches=G][,nics=M][,nvlink=L]" spec (N GPUs;
+    `pcie_server`'s shape: S sockets (default 1), K NUMA nodes per socket, G GPUs per PCIe switch, M NICs,
+    L NVLinks bridging GPU pairs), with its shared resources and builder figures; `pcie` goes to the
+    builder (p2p, transport). None when `name` is no such spec."""
+    kind, sep, args = name.partition(":")
+    if kind != "pcie" or not sep:
+        return None
+    parts = [x.strip() for x in args.split(",") if x.strip()]
+    usage = "pcie:N[,sockets=S][,numa=K][,switches=G][,nics=M][,nvlink=L] with whole numbers"
+    try:
+        gpus = int(parts[0])
+        keys = dict(x.split("=", 1) for x in parts[1:])
+        kw = {PCIE_KEYS[k.strip()]: int(v) for k, v in keys.items()}
+    except (IndexError, ValueError, KeyError):
+        raise ScenarioError(f"topology: {name!r}: expected {usage}") from None
+    kw = {"sockets": 1} | kw
+    topo = pcie_server(gpus, name=name, **kw, **pcie)
+    return dataclasses.replace(topo, shared=pcie_shared(topo))
+
+
 def preset(name: str, **overrides) -> Topology:
     """The named preset (see PRESETS); `overrides` go to its builder (bandwidths, p2p, name, ...)."""
     if name not in _BUILDERS:
@@ -214,7 +245,8 @@ def load(
 
     Args:
         source: a name in CALIBRATED (fitted figures), a name in PRESETS (builder figures), a cluster
-            shape of CLUSTERS ("fat-tree:4", "leaf-spine:4,2,8"), else a file: a calibration JSON (written by `netsim calibrate --out`, see docs/calibration.md) or
+            shape of CLUSTERS ("fat-tree:4", "leaf-spine:4,2,8"), a PCIe server spec ("pcie:6",
+            "pcie:8,sockets=2,switches=2": `pcie_spec`), else a file: a calibration JSON (written by `netsim calibrate --out`, see docs/calibration.md) or
             a text file holding an `nvidia-smi topo -m` matrix.
         p2p: False for the P2P-off variant (device-to-device copies by `transport`), True for P2P on;
             None keeps the machine's own (on, except on presets without P2P such as titanrtx-8x-lambda).
@@ -231,6 +263,8 @@ def load(
     cluster = None if os.path.exists(name) else _cluster(name)
     if cluster is not None:
         return cluster
+    if not os.path.exists(name) and name.startswith("pcie:"):
+        return base_topology(name, p2p=p2p, transport=transport)
     values = read_calibration(name)
     if values is not None:
         topo = from_calibration(values, p2p=p2p, transport=transport, where=name)
@@ -256,7 +290,7 @@ def topology_entry(source: str | os.PathLike) -> str | dict | None:
     back): a preset name as is, a calibration file's own entry, or an `nvidia-smi topo -m` file's text
     and name. None when `source` is neither a preset nor a file (or a calibration file without one)."""
     name = os.fspath(source)
-    if name in PRESETS:
+    if name in PRESETS or (name.startswith("pcie:") and not os.path.exists(name)):
         return name
     if not os.path.isfile(name):
         return None
@@ -282,6 +316,10 @@ def base_topology(
     pcie = ({"p2p": p2p} if p2p is not None else {}) | (
         {"transport": transport} if transport is not None else {}
     )
+    if isinstance(entry, str) and entry.startswith("pcie:"):
+        topo = pcie_spec(entry, **pcie)
+        assert topo is not None  # "pcie:..." is always a spec (or an error)
+        return topo
     if isinstance(entry, str):
         if entry not in _BUILDERS:
             raise ScenarioError(f"{where}: unknown preset {entry!r}; known: {', '.join(_BUILDERS)}")
@@ -316,7 +354,8 @@ def from_calibration(
     base: Topology | None = None,
 ) -> Topology:
     """The topology of calibration values (see `load`): `base`, else the one their "topology" entry names,
-    with the fitted figures (links by `link_class`, shared resources by id)."""
+    with the fitted figures (links by `link_class`, shared resources by id) and software costs
+    (`Topology.costs`: what its host-staged copies pay)."""
     if not isinstance(values, Mapping) or (base is None and "topology" not in values):
         raise ScenarioError(f"{where}: no 'topology' entry (a preset name or {{'nvidia_smi_topo': text}})")
     topo = (
@@ -371,6 +410,15 @@ def from_calibration(
         )
         for r in topo.shared
     )
+    costs = None
+    if "regimes" in values:  # the fitted software costs: staged copies on this topology pay them
+        from .._costs import CostModel
+
+        costs = CostModel.from_values(values, where=where)
     return dataclasses.replace(
-        topo, links=tuple(links), shared=shared, device=str(values.get("device") or topo.device)
+        topo,
+        links=tuple(links),
+        shared=shared,
+        device=str(values.get("device") or topo.device),
+        costs=costs or topo.costs,
     )

@@ -85,6 +85,9 @@ class Topology:
         shared: capacities no single link has (a cable's two-way budget, a host staging engine), put
             into every scenario built on this topology (see netsim.SharedResource).
         device: the workers' model ("RTX 4090", "A40"), "" if unknown; traces of another model are refused.
+        costs: the machine's software costs (a `netsim.CostModel`; a calibration's, see
+            `netsim.topology.load`), None for netsim's defaults (`CostModel.default()`). Flows that
+            `scenario` routes as host-staged copies pay its staging cost.
     """
 
     name: str
@@ -94,6 +97,7 @@ class Topology:
     workers: tuple[str, ...] | None = None
     shared: tuple[SharedResource, ...] = ()
     device: str = ""
+    costs: Any = None
 
     def __post_init__(self):
         links = tuple(self.links)
@@ -213,14 +217,33 @@ class Topology:
             for k, (b, (_, p)) in enumerate(zip(parts, paths, strict=True))
         ]
 
+    def staged(self, src: str, dst: str) -> bool:
+        """True when a copy from src to dst is bounced through host memory by the driver (cudaMemcpy
+        between devices with P2P off: the router's `staged`), so it pays the staging cost."""
+        staged = getattr(self.router, "staged", None)
+        return bool(staged(self, src, dst)) if staged is not None else False
+
     def scenario(
         self, flows: Iterable[Flow] = (), tasks: Iterable[Task] = (), name: str | None = None
     ) -> Scenario:
-        """A scenario on these links and shared resources; flows without a route take `self.route(src, dst)`."""
+        """A scenario on these links and shared resources; flows without a route take `self.route(src, dst)`.
+
+        A flow on the topology's own route that the topology stages through host memory (`staged`: a
+        device-to-device copy with P2P off) pays the copy costs of `costs` (`CostModel.stage_copies`:
+        the staged overhead, bytes / the staging pipeline's efficiency), as calibration fits them on
+        P2P=Disabled copy matrices. Collectives (NCCL's own transports) are built by their workloads
+        and do not pass here.
+        """
         routed = [
             f if f.route is not None else dataclasses.replace(f, route=self.route(f.src, f.dst))
             for f in flows
         ]
+        staged = [self.staged(f.src, f.dst) and f.route == self.route(f.src, f.dst) for f in routed]
+        if any(staged):
+            from .._costs import CostModel  # jax: only for topologies that stage copies
+
+            costs = self.costs if self.costs is not None else CostModel.default()
+            routed = costs.stage_copies(routed, staged)
         return Scenario(
             self.links, routed, tuple(tasks), name=self.name if name is None else name, shared=self.shared
         )

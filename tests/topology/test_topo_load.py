@@ -102,7 +102,7 @@ def test_cost_model_closed_form_and_apply():
     # copies: a fixed overhead, direct or host-staged; host-staged bytes / staged efficiency
     extra, factor = map(np.asarray, model.flow_costs(np.array([4e7, 4e7]), 0.0, np.array([False, True])))
     np.testing.assert_allclose(extra, [1e-6, 9e-6], rtol=1e-12)
-    np.testing.assert_allclose(factor, [1.0, 1 / 0.9], rtol=1e-12)  # DEFAULT_COSTS' staged efficiency
+    np.testing.assert_allclose(factor, [1.0, 1 / 0.77], rtol=1e-12)  # DEFAULT_COSTS' staged efficiency
     back = CostModel.from_values(json.loads(json.dumps(model.to_values())))
     for x, y in zip(jax.tree.leaves(back), jax.tree.leaves(model), strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-12)
@@ -248,4 +248,20 @@ def test_cluster_shapes_load_by_spec():
     assert [x.id for x in ls.links] == [x.id for x in leaf_spine(4, 2, 8).links] and len(ls.gpus()) == 32
     for bad in ("fat-tree:x", "fat-tree:4,2", "leaf-spine:4,2", "leaf-spine:0,2,8"):
         with pytest.raises(ScenarioError, match="expected"):
+            load(bad)
+
+
+def test_pcie_server_specs_load_with_shared_resources_and_p2p():
+    from netsim.topology import pcie_server, pcie_spec, topology_entry
+
+    six = load("pcie:6")
+    assert six.gpus() == tuple(f"gpu{i}" for i in range(6)) and not six.nodes_of("socket")
+    assert not any(link_class(six, x) == "socket" for x in six.route("gpu0", "gpu5"))
+    assert {r.id for r in six.shared} == {f"gpu{i} staging" for i in range(6)}
+    two = load("pcie:8,sockets=2,switches=2", p2p=False)
+    want = pcie_server(8, sockets=2, gpus_per_switch=2, p2p=False)
+    assert [x.id for x in two.links] == [x.id for x in want.links] and two.router.p2p is False
+    assert topology_entry("pcie:6") == "pcie:6" and pcie_spec("pcie-8gpu") is None
+    for bad in ("pcie:", "pcie:x", "pcie:4,sockets", "pcie:4,cores=2"):
+        with pytest.raises(ScenarioError, match="pcie:N"):
             load(bad)

@@ -1,0 +1,100 @@
+"""Held-out predictions of the shipped calibration, through the library's own entry points.
+
+    python benchmarks/heldout_shipped.py     # ~2-4 min on 2 busy CPU cores; tables on stdout
+
+The calibrated preset `rtx4090-8x-epyc7542` was fitted on the three shipped m01 traces (netsim/data/
+calibrations/README.md). This script predicts, with `netsim.calibrate.predict` (what `netsim predict`
+runs), every table of those traces (in-sample) and of every other shipped trace the topology can hold
+(held-out: m02, another 4 x RTX 4090 box), beside two baselines: the uncalibrated preset (builder
+figures, netsim's default software costs) and, for collectives, an alpha-beta fit t = a + S / b on the
+m01 all_reduce (`alpha_beta_fit`). Then the P2P-off copy checks of plain and calibrated presets, and the
+layout, transport and identifiability reports on the shipped traces. Errors are relative errors of
+busbw (collectives) or bandwidth (copies), mean / max in %.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from netsim.calibrate import (
+    Params,
+    Spec,
+    alpha_beta_fit,
+    check_layout,
+    check_transports,
+    compare,
+    experiments_from_trace,
+    initial_values,
+    predict,
+)
+
+import netsim
+from netsim.data import TRACES, trace_path
+from netsim.topology import base_topology, load, load_costs
+from netsim.traces import read_trace
+
+NAME = "rtx4090-8x-epyc7542"
+FITTED = {
+    "m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt",
+    "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt",
+    "m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt",
+}
+
+
+def stats(err) -> str:
+    err = np.abs(np.asarray(err)) * 100
+    return f"{err.mean():5.1f} / {err.max():5.1f}"
+
+
+def main() -> None:
+    topo, staged = load(NAME, p2p=True), load(NAME, p2p=False)
+    costs = load_costs(NAME)
+    spec = Spec.for_topology(topo, staged=staged, regimes=costs.regimes)
+    fitted = Params.load(spec, NAME, topo, staged)
+    plain_on, plain_off = base_topology(NAME, p2p=True), base_topology(NAME, p2p=False)
+    plain = Params.from_values(spec, initial_values(spec, plain_on, plain_off))
+    names = sorted(n for n in TRACES if n.endswith(".txt") and n.split("_")[0] in ("m01", "m02"))
+    traces = [read_trace(trace_path(n)) for n in names]
+    exps = []
+    for t in traces:
+        exps += [(t.source, e) for e in experiments_from_trace(t, spec, topo, staged=staged)]
+    only = [e for _, e in exps if e.kind != "latency"]  # latency matrices: see docs/calibration.md
+    sims = {}
+    for label, params in (("calibrated", fitted), ("plain", plain)):
+        run = predict(params, only)
+        sims[label], start = [], 0
+        for e in only:
+            sims[label].append(run["makespan"][start : start + e.n_points])
+            start += e.n_points
+    ref = next(e for e in only if e.collective and "m01" in e.name)
+    a, b, _ = alpha_beta_fit(np.asarray(ref.labels), ref.measured)
+    print("| table | split | netsim (calibrated) | plain preset | alpha-beta on m01 all_reduce |")
+    print("|---|---|---|---|---|")
+    for i, e in enumerate(only):
+        source = e.name.split(":")[0]
+        split = "in-sample" if source in FITTED else "held-out"
+        (cal,) = compare([e], [sims["calibrated"][i]]).experiments
+        (pl,) = compare([e], [sims["plain"][i]]).experiments
+        ab = ""
+        if e.collective:
+            (abr,) = compare([e], [a + np.asarray(e.labels) / b]).experiments
+            ab = stats(abr.relative_error)
+        print(f"| {e.name} | {split} | {stats(cal.relative_error)} | {stats(pl.relative_error)} | {ab} |")
+        if e.collective and split == "held-out":
+            big = np.asarray(e.labels) > 1 << 20
+            print(
+                f"| {e.name}, > 1 MiB | {split} | {stats(cal.relative_error[big])} | "
+                f"{stats(pl.relative_error[big])} | {stats(abr.relative_error[big])} |"
+            )
+    # P2P-off physics: a 1 GiB copy gpu0 -> gpu1, plain and calibrated
+    for label, t in (("plain", plain_off), ("calibrated", staged)):
+        r = netsim.simulate(t.scenario([netsim.Flow("f", "gpu0", "gpu1", 2**30)]))
+        print(f"\n1 GiB gpu0 -> gpu1 with P2P off, {label}: {2**30 / r.makespan / 1e9:.2f} GB/s")
+    for t in traces:
+        for finding in check_layout(t, topo):
+            print(f"layout: {finding}")
+        for rep in check_transports(t, topo, staged):
+            print(f"transport: {rep}")
+
+
+if __name__ == "__main__":
+    main()
