@@ -13,7 +13,7 @@ from .. import ScenarioError
 from .._checks import atomic_path, to_json, write_atomic
 from ..workloads import Fabric
 from ._deepshare import DEEPSHARE_REFERENCE
-from ._env import CANDIDATES, JobEnvs
+from ._env import JobEnvs
 from ._paces import Paces
 from ._schedule import Schedule
 from ._traffic import Job
@@ -34,6 +34,8 @@ __all__ = [
 #: candidate with the least-loaded busiest link at the decision (a snapshot of link load); and "simloop",
 #: the candidate whose simulated paces at the decision finish the running jobs soonest
 JOB_POLICIES = ("packed", "spread", "random", "topology", "contention", "greedy-contention", "simloop")
+#: the policies that place without simulating: the baselines of `policy_table`'s "vs best / worst"
+HEURISTICS = ("packed", "spread", "random", "topology", "greedy-contention")
 
 
 Policy = Callable[..., object]  # (Observation [B, ...], JobEnvs) -> actions [B]
@@ -107,7 +109,7 @@ def policy_summary(s: Schedule) -> dict:
 def policy_table(results: dict[str, Schedule]) -> str:
     """Mean / p90 / max JCT, GPU utilization per policy, and the mean JCT change against the best and
     worst of the placement heuristics in `results`."""
-    heur = [s.mean_jct for n, s in results.items() if n in CANDIDATES]
+    heur = [s.mean_jct for n, s in results.items() if n in HEURISTICS]
     lines = [
         f"{'policy':<14}{'mean JCT':>10}{'p90 JCT':>10}{'max JCT':>10}{'GPU util':>10}{'vs best':>9}{'vs worst':>9}"
     ]
