@@ -56,16 +56,16 @@ class Evaluation:
     def table(self) -> str:
         base = "packed" if "packed" in self.mean_jct else None
         lines = [
-            f"{'policy':<18}{'mean JCT [95% CI]':>24}{'p90 JCT [95% CI]':>24}"
-            + (f"{'mean vs packed [95% CI]':>28}{'p90 vs packed':>24}" if base else "")
+            f"{'policy':<18}{'mean JCT [95% CI]':>24}{'p90 JCT [95% CI]':>26}"
+            + (f"{'mean vs packed [95% CI]':>30}{'p90 vs packed [95% CI]':>30}" if base else "")
         ]
         for name in self.mean_jct:
             row = f"{name:<18}"
-            for t in (self.mean_jct, self.p90_jct):
+            for t, width in ((self.mean_jct, 24), (self.p90_jct, 26)):
                 m, lo, hi = bootstrap_mean(t[name])
-                row += f"{f'{m:.2f} [{lo:.2f}, {hi:.2f}]':>24}"
+                row += f"{f'{m:.2f} [{lo:.2f}, {hi:.2f}]':>{width}}"
             if base:
-                for tail, width in ((False, 28), (True, 24)):
+                for tail, width in ((False, 30), (True, 30)):
                     m, lo, hi = self.change(name, base, tail=tail)
                     row += f"{f'{m:+.1%} [{lo:+.1%}, {hi:+.1%}]':>{width}}"
             lines.append(row)
