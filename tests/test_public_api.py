@@ -192,6 +192,9 @@ def test_job_names():
         "policy_table",
         "save_schedules",
         "plot_jct_cdf",  # policies over it and their tables
+        "evaluate",
+        "Evaluation",
+        "bootstrap_mean",  # policies judged over many seeded traces
         "DEEPSHARE_REFERENCE",
         "DeepShareTable",
         "deepshare_cluster",

@@ -1,7 +1,9 @@
 """`netsim jobs TRACE --policy NAME`: schedule a job trace on a DeepShare-like cluster and compare policies.
 
 TRACE is a CSV of `arrival,model,gpus,nodes,iterations` (docs/jobs.md); `--generate N --seed S` writes a
-seeded DeepShare-like one instead. Every policy runs in the fluid environment (`netsim.jobs.schedule`);
+seeded DeepShare-like one instead; `--seeds A:B` (no TRACE) judges the policies over the seeded traces
+A..B-1 of `--jobs` jobs each: mean and p90 JCT with 95% bootstrap intervals and the paired change
+against packed (`netsim.jobs.evaluate`). Every policy runs in the fluid environment (`netsim.jobs.schedule`);
 the table gives mean / p90 / max JCT and GPU utilization per policy, and the change of each policy's
 mean JCT against the best and worst heuristic (DeepShare's RL scheduler: -18.2% / -20.7%).
 """
@@ -24,11 +26,18 @@ def register(subparsers) -> None:
     p.add_argument(
         "--policy",
         default="packed",
-        help="comma-separated policies, or 'all' (packed, spread, topology, contention, simloop; default packed)",
+        help="comma-separated policies, or 'all' (packed, spread, random, topology, contention, greedy-contention, "
+        "simloop; default packed)",
     )
     p.add_argument("--generate", type=int, metavar="N", help="write a seeded DeepShare-like trace of N jobs")
     p.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")
-    p.add_argument("--rate", type=float, default=0.5, help="--generate: Poisson arrivals per s (default 0.5)")
+    p.add_argument(
+        "--seeds", metavar="A:B", help="judge the policies over the seeded traces A..B-1 (no TRACE)"
+    )
+    p.add_argument("--jobs", type=int, default=12, help="--seeds: jobs per trace (default 12)")
+    p.add_argument(
+        "--rate", type=float, default=0.5, help="--generate, --seeds: Poisson arrivals per s (default 0.5)"
+    )
     p.add_argument(
         "-o", "--output", metavar="CSV", help="--generate: the trace file to write (default stdout)"
     )
@@ -65,14 +74,20 @@ def _jobs(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
         return 0
-    if not args.trace:
-        raise ScenarioError("TRACE: give a trace CSV, or --generate N to make one")
     from ..jobs import JOB_POLICIES
 
     policies = list(JOB_POLICIES) if args.policy == "all" else [p.strip() for p in args.policy.split(",")]
     unknown = [p for p in policies if p not in JOB_POLICIES]
     if unknown or not policies:
         raise ScenarioError(f"--policy: unknown {unknown or policies}; expected some of {list(JOB_POLICIES)}")
+    if args.seeds is not None:
+        if args.trace:
+            raise ScenarioError(
+                "give a TRACE to schedule or --seeds A:B to judge policies over seeds, not both"
+            )
+        return _evaluate(args, policies)
+    if not args.trace:
+        raise ScenarioError("TRACE: give a trace CSV, --generate N to make one, or --seeds A:B")
     check_outputs(
         {"the trace": args.trace},
         {"--out": (args.out, (".json", ".h5", ".hdf5")), "--plot": (args.plot, (".png", ".pdf", ".svg"))},
@@ -87,15 +102,9 @@ def _jobs(args: argparse.Namespace) -> int:
         schedule,
     )
 
-    try:
-        servers, per = (int(x) for x in args.cluster.lower().split("x"))
-    except ValueError:
-        raise ScenarioError(f"--cluster: expected SxG (e.g. 4x8), got {args.cluster!r}") from None
-    if servers < 1 or per < 1:
-        raise ScenarioError(f"--cluster: expected SxG with S, G >= 1, got {args.cluster!r}")
     jobs = read_job_trace(args.trace)
     try:
-        topo = deepshare_cluster(servers, per)
+        topo = deepshare_cluster(*_cluster(args.cluster))
     except ScenarioError as e:  # a cluster the builders refuse: say which option made it
         raise ScenarioError(f"--cluster {args.cluster}: {e}") from None
     paces = Paces(topo)
@@ -117,4 +126,52 @@ def _jobs(args: argparse.Namespace) -> int:
     if args.plot:
         plot_jct_cdf(results, args.plot)
         print(f"wrote {args.plot}")
+    return 0
+
+
+def _cluster(text: str) -> tuple[int, int]:
+    from .._errors import ScenarioError
+
+    try:
+        servers, per = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise ScenarioError(f"--cluster: expected SxG (e.g. 4x8), got {text!r}") from None
+    if servers < 1 or per < 1:
+        raise ScenarioError(f"--cluster: expected SxG with S, G >= 1, got {text!r}")
+    return servers, per
+
+
+def _evaluate(args: argparse.Namespace, policies: list[str]) -> int:
+    from .._errors import ScenarioError
+    from ..jobs import deepshare_cluster, evaluate
+
+    try:
+        first, stop = (int(x) for x in args.seeds.split(":"))
+    except ValueError:
+        raise ScenarioError(f"--seeds: expected A:B (seeds A..B-1), got {args.seeds!r}") from None
+    if stop - first < 2:
+        raise ScenarioError(f"--seeds: expected at least 2 seeds, got {args.seeds!r}")
+    if args.jobs < 1:
+        raise ScenarioError(f"--jobs: expected >= 1, got {args.jobs}")
+
+    def progress(name, seed):
+        if not args.quiet:
+            print(
+                f"\rnetsim: seed {seed} of {first}..{stop - 1}: {name:<20}",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    ev = evaluate(
+        deepshare_cluster(*_cluster(args.cluster)),
+        range(first, stop),
+        policies=policies,
+        jobs=args.jobs,
+        arrival_rate=args.rate,
+        progress=progress,
+    )
+    if not args.quiet:
+        print(file=sys.stderr)
+    print(ev.table())
     return 0

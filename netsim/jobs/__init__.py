@@ -6,7 +6,8 @@
 - `place`, `POLICIES`: GPU placement policies.
 - `run_jobs`, `run_placed`, `colocation`, `colocation_matrix`: exact joint simulations of jobs.
 - `iteration_paces`, `Paces`: the one rule for a co-located job's pace, and the environment's cache.
-- `JobEnv`, `JobEnvs`: a gym-style scheduling environment; `schedule`, `JOB_POLICIES`: policies over it.
+- `JobEnv`, `JobEnvs`: a gym-style scheduling environment; `schedule`, `JOB_POLICIES`: policies over it;
+  `evaluate`, `Evaluation`: policies judged over many seeded traces, with intervals.
 - `deepshare_cluster`, `DeepShareTable`, `deepshare_trace`: DeepShare's cluster, measured tables and traces.
 
 See docs/jobs.md.
@@ -26,6 +27,9 @@ from ._env import ActionError as ActionError
 from ._env import JobEnv as JobEnv
 from ._env import JobEnvs as JobEnvs
 from ._env import Observation as Observation
+from ._evaluate import Evaluation as Evaluation
+from ._evaluate import bootstrap_mean as bootstrap_mean
+from ._evaluate import evaluate as evaluate
 from ._paces import Paces as Paces
 from ._paces import iteration_paces as iteration_paces
 from ._placement import POLICIES as POLICIES

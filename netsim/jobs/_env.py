@@ -18,6 +18,7 @@ placements) is host Python: it is a few operations per event, against a simulati
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -144,6 +145,17 @@ class _Episode:
         while self.arrived < len(self.jobs) and self.jobs[self.arrived].arrival <= self.t:
             self.queue.append(self.arrived)
             self.arrived += 1
+
+    def fork(self) -> _Episode:
+        """A copy that knows only the jobs arrived so far (the future is unknown to a policy): what the
+        lookahead runs forward. Its `accrued` starts at 0."""
+        f = copy.copy(self)
+        f.jobs = self.jobs[: self.arrived]
+        f.queue = list(self.queue)
+        f.running = {i: dataclasses.replace(r) for i, r in self.running.items()}
+        f.done_at = dict(self.done_at)
+        f.finished_now, f.accrued, f.gpu_seconds, f.hold = [], 0.0, 0.0, False
+        return f
 
     def place(self, gpus: tuple[str, ...]) -> None:
         i = self.queue.pop(0)
@@ -310,6 +322,51 @@ class JobEnvs:
             if b not in best or score < best[b][0] * (1 - 1e-12):
                 best[b] = (score, k)
         return np.array([best[b][1] if b in best else 0 for b in range(self.size)])
+
+    def lookahead_costs(self) -> list[dict[int, float]]:
+        """Per environment, {candidate index: predicted job-seconds} for each distinct candidate of the
+        head job (the first index of a repeated placement; empty where an environment is done): the
+        candidate run forward in the fluid model with the jobs that have arrived (running, the head, the
+        queue placed FIFO by packed as GPUs free up) until all of them finish. All forks step together:
+        the groups they need at each step are one batched simulation (`Paces.fill`).
+
+        Exact for the jobs it knows (the paces the environment then runs at); blind to later arrivals.
+        """
+        forks: list[tuple[int, int, _Episode]] = []
+        for b, e in enumerate(self.episodes):
+            seen: set[frozenset[str]] = set()
+            for k, gpus in enumerate(self._candidates[b] if not e.done else ()):
+                if frozenset(gpus) not in seen:
+                    seen.add(frozenset(gpus))
+                    f = e.fork()
+                    f.place(gpus)
+                    forks.append((b, k, f))
+        live = [f for *_, f in forks]
+        while live:
+            for f in live:
+                while f.at_decision():
+                    f.place(tuple(choose("packed", self.cluster, f.free(), f.head(), {})))
+            live = [f for f in live if not f.done]
+            self.paces.fill([key for f in live for key in self.paces.needed(f.members()[1])])
+            for f in live:
+                f.advance(self.paces)
+        costs: list[dict[int, float]] = [{} for _ in self.episodes]
+        for b, k, f in forks:
+            costs[b][k] = f.accrued
+        return costs
+
+    def lookahead_actions(self, *, margin: float = 0.0) -> np.ndarray:
+        """Per environment, the contention-aware choice: the candidate with the fewest predicted
+        job-seconds (`lookahead_costs`) if it beats packed's by more than `margin` (a fraction), else
+        packed (also where an environment is done)."""
+        packed = CANDIDATES.index("packed")
+        actions = np.full(self.size, packed)
+        for b, cost in enumerate(self.lookahead_costs()):
+            if cost:
+                best = min(cost, key=cost.__getitem__)
+                if cost[best] < cost[packed] * (1 - margin) * (1 - 1e-12):
+                    actions[b] = best
+        return actions
 
     def heuristic_actions(self, policy: str) -> np.ndarray:
         """Action index of placement policy `policy` (one of CANDIDATES) in every environment."""

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from .. import ScenarioError
 from .._checks import atomic_path, to_json, write_atomic
 from ..workloads import Fabric
 from ._deepshare import DEEPSHARE_REFERENCE
-from ._env import CANDIDATES, JobEnvs
+from ._env import JobEnvs
 from ._paces import Paces
 from ._schedule import Schedule
 from ._traffic import Job
@@ -25,10 +27,15 @@ __all__ = [
     "schedule",
 ]
 
-#: scheduling policies of `schedule` / `netsim jobs`: the placement heuristics of the environment's
-#: candidates (FIFO, the head job placed as soon as it fits), and "simloop", which simulates every
-#: candidate next to the running jobs in one batch and keeps the one that finishes them soonest
-JOB_POLICIES = (*CANDIDATES, "simloop")
+#: scheduling policies of `schedule` / `netsim jobs` (FIFO, the head job placed as soon as it fits):
+#: packed, spread and topology, the environment's candidate generators; "random", uniformly random free
+#: GPUs; "contention", every candidate run forward in the fluid model over the known jobs' lifetimes,
+#: packed unless that predicts fewer job-seconds (`JobEnvs.lookahead_actions`); "greedy-contention", the
+#: candidate with the least-loaded busiest link at the decision (a snapshot of link load); and "simloop",
+#: the candidate whose simulated paces at the decision finish the running jobs soonest
+JOB_POLICIES = ("packed", "spread", "random", "topology", "contention", "greedy-contention", "simloop")
+#: the policies that place without simulating: the baselines of `policy_table`'s "vs best / worst"
+HEURISTICS = ("packed", "spread", "random", "topology", "greedy-contention")
 
 
 Policy = Callable[..., object]  # (Observation [B, ...], JobEnvs) -> actions [B]
@@ -43,6 +50,8 @@ def schedule(
     server: Callable[[str], str] | None = None,
     paces: Paces | None = None,
     progress: Callable[[int, int, float], None] | None = None,
+    seed: int = 0,
+    margin: float = 0.0,
 ) -> Schedule:
     """Schedules a trace in the fluid environment (`JobEnv`) under one policy.
 
@@ -51,6 +60,9 @@ def schedule(
             `JobEnvs.step` takes them (e.g. a trained policy; see examples/train_policy.py).
         paces: a `Paces` to share simulated paces between calls on one fabric.
         progress: called after each decision with (jobs finished, jobs, simulated time).
+        seed: of the "random" policy.
+        margin: of the "contention" policy: the fraction of predicted job-seconds by which a candidate
+            must beat packed to be chosen.
 
     Returns:
         a Schedule whose runs have no iteration_finish and whose result is None (no joint simulation).
@@ -60,9 +72,17 @@ def schedule(
     envs = JobEnvs(fabric, [list(jobs)], gpus=gpus, server=server, paces=paces)
     obs, _ = envs.reset([0])
     done = envs.episodes[0].done
+    rng = np.random.default_rng(seed)
     while not done:
         if policy == "simloop":
             actions = envs.simloop_actions()
+        elif policy == "contention":
+            actions = envs.lookahead_actions(margin=margin)
+        elif policy == "greedy-contention":
+            actions = envs.heuristic_actions("contention")
+        elif policy == "random":
+            e = envs.episodes[0]
+            actions = [[str(g) for g in rng.choice(e.free(), e.head().gpus, replace=False)]]
         elif isinstance(policy, str):
             actions = envs.heuristic_actions(policy)
         else:
@@ -89,7 +109,7 @@ def policy_summary(s: Schedule) -> dict:
 def policy_table(results: dict[str, Schedule]) -> str:
     """Mean / p90 / max JCT, GPU utilization per policy, and the mean JCT change against the best and
     worst of the placement heuristics in `results`."""
-    heur = [s.mean_jct for n, s in results.items() if n in CANDIDATES]
+    heur = [s.mean_jct for n, s in results.items() if n in HEURISTICS]
     lines = [
         f"{'policy':<14}{'mean JCT':>10}{'p90 JCT':>10}{'max JCT':>10}{'GPU util':>10}{'vs best':>9}{'vs worst':>9}"
     ]
@@ -138,7 +158,6 @@ def save_schedules(results: dict[str, Schedule], path: str, *, trace: str = "") 
         write_atomic(path, to_json(data, indent=1) + "\n")
         return
     import h5py
-    import numpy as np
 
     with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
         f.attrs["trace"] = trace
@@ -156,7 +175,6 @@ def save_schedules(results: dict[str, Schedule], path: str, *, trace: str = "") 
 
 def plot_jct_cdf(results: dict[str, Schedule], path: str) -> None:
     """The JCT CDF of each policy, written atomically."""
-    import numpy as np
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.0), layout="constrained")

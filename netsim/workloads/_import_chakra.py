@@ -17,6 +17,13 @@ file is one collective; COMM_SEND_NODE / COMM_RECV_NODE (comm_src, comm_dst, com
 flow per matched pair (the k-th send from s to d with a tag meets the k-th such receive). Data and control
 dependencies both become `after`; other node types (metadata, memory) take no time and pass their
 dependencies on.
+
+Send/recv timing follows ASTRA-sim's analytical backends (network_frontend/analytical: `sim_send` injects
+the chunk when the send node is issued; `sim_recv` completes at once if the chunk has already arrived):
+the flow starts when the *send's* dependencies are met; the send node finishes when the flow does; the
+recv node finishes when both the flow and the recv's own dependencies are done. So a recv may wait on its
+own rank's send, as in ASTRA-sim's custom ring all-reduce (send, then recv from the left neighbour, per
+step): waiting for both ends before starting the flow would make that ring a dependency cycle.
 """
 
 from __future__ import annotations
@@ -345,8 +352,9 @@ def _read_file(path: str) -> tuple[str, tuple[ChakraNode, ...]]:
 
 
 class _Replay:
-    """Walks all ranks' nodes in dependency order; collectives wait for every participant, transfers for
-    both ends. `done[(rank, node id)]`: the ids a node's successors wait on."""
+    """Walks all ranks' nodes in dependency order; collectives wait for every participant, a transfer for
+    its send (its recv for the transfer and its own dependencies). `done[(rank, node id)]`: the ids a
+    node's successors wait on; `sent[key]`: the ids that finish the transfer of send/recv pair `key`."""
 
     def __init__(self, trace: ChakraTrace, program: RankProgram):
         self.trace, self.p = trace, program
@@ -358,6 +366,7 @@ class _Replay:
             collections.defaultdict(dict)
         )
         self.pair_key: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        self.sent: dict[tuple[int, int, int, int], tuple[str, ...]] = {}
         for rank, nodes in enumerate(trace.nodes):
             counts: collections.Counter = collections.Counter()
             for node in nodes:
@@ -442,8 +451,13 @@ class _Replay:
             self.done[(rank, node.id)] = self.p.compute(rank, label, node.duration_micros * 1e-6, after)
         elif node.type == COLL:
             return self._collective(self.coll_key[(rank, node.id)])
-        elif node.type in (SEND, RECV):
-            return self._transfer(self.pair_key[(rank, node.id)])
+        elif node.type == SEND:
+            self.done[(rank, node.id)] = self._transfer(self.pair_key[(rank, node.id)], after)
+        elif node.type == RECV:
+            sent = self.sent.get(self.pair_key[(rank, node.id)])
+            if sent is None:  # its send is not issued yet
+                return False
+            self.done[(rank, node.id)] = tuple(dict.fromkeys(sent + after))
         else:
             self.done[(rank, node.id)] = after
         return True
@@ -481,15 +495,11 @@ class _Replay:
             self.done[(rank, node.id)] = done[rank]
         return True
 
-    def _transfer(self, key: tuple[int, int, int, int]) -> bool:
-        (s_rank, send), (r_rank, recv) = self.pairs[key]["send"], self.pairs[key]["recv"]
-        after_send, after_recv = self._after(s_rank, send), self._after(r_rank, recv)
-        if after_send is None or after_recv is None:
-            return False
+    def _transfer(self, key: tuple[int, int, int, int], after: tuple[str, ...]) -> tuple[str, ...]:
+        """The flow of send/recv pair `key`, started once the send's dependencies `after` are done."""
+        s_rank, send = self.pairs[key]["send"]
         src, dst, tag, k = key
-        ids = self.p.transfer(
-            f"p2p r{src}->r{dst} tag{tag}#{k}", src, dst, self._size(s_rank, send), after_send, after_recv
+        self.sent[key] = self.p.transfer(
+            f"p2p r{src}->r{dst} tag{tag}#{k}", src, dst, self._size(s_rank, send), after, ()
         )
-        self.done[(s_rank, send.id)] = ids
-        self.done[(r_rank, recv.id)] = ids
-        return True
+        return self.sent[key]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
@@ -230,6 +231,58 @@ def test_simloop_never_worse_than_the_best_heuristic_on_a_hand_case():
     assert envs.paces.batches == before + 1
     placed_b = results["simloop"].runs[1].gpus
     assert len({g.split("/")[0] for g in placed_b}) == 1, placed_b
+
+
+def test_lookahead_predicts_exactly_what_the_environment_then_runs():
+    # every job arrives at 0, so the forks know the whole future: the packed fork's job-seconds are the
+    # packed schedule's summed JCT, and the spread fork's those of "spread once, then packed". Then the
+    # contention-aware policy can never lose to packed: each choice beats packed's continuation.
+    jobs = [dataclasses.replace(j, arrival=0.0) for j in small_trace(3)]
+    envs = JobEnvs(TOPO, [jobs], paces=PACES)
+    envs.reset()
+    costs = envs.lookahead_costs()[0]
+    packed, spread = CANDIDATES.index("packed"), CANDIDATES.index("spread")
+    assert set(costs) >= {packed, spread}
+    total = lambda s: sum(r.jct for r in s.runs)
+    assert costs[packed] == pytest.approx(total(schedule(TOPO, jobs, policy="packed", paces=PACES)), rel=1e-9)
+    first = {"done": False}
+
+    def spread_once(obs, envs):
+        action = envs.heuristic_actions("spread" if not first["done"] else "packed")
+        first["done"] = True
+        return action
+
+    assert costs[spread] == pytest.approx(
+        total(schedule(TOPO, jobs, policy=spread_once, paces=PACES)), rel=1e-9
+    )
+    contention = schedule(TOPO, jobs, policy="contention", paces=PACES)
+    assert contention.mean_jct <= schedule(TOPO, jobs, policy="packed", paces=PACES).mean_jct * (1 + 1e-12)
+
+
+def test_contention_avoids_the_links_a_running_job_loads():
+    # "a" spans both servers (spread): its ring loads both uplinks. "b" fits in one server: the lookahead
+    # keeps it off the uplinks, and with margin 1 (no gain can be large enough) it falls back to packed.
+    a = Job("a", 0.0, 4, 20, compute=0.01, pattern="allreduce", comm_bytes=1e8)
+    b = Job("b", 0.01, 2, 10, compute=0.01, pattern="allreduce", comm_bytes=1e8)
+    envs = JobEnvs(TOPO, [[a, b]], paces=PACES)
+    envs.reset()
+    envs.step([CANDIDATES.index("spread")])
+    costs = envs.lookahead_costs()[0]
+    chosen = int(envs.lookahead_actions()[0])
+    assert costs[chosen] == min(costs.values())
+    assert len({g.split("/")[0] for g in envs.candidates()[chosen]}) == 1
+    assert int(envs.lookahead_actions(margin=1.0)[0]) == CANDIDATES.index("packed")
+
+
+def test_random_policy_is_seeded_and_places_on_free_gpus():
+    jobs = small_trace(4)
+    a, b = (schedule(TOPO, jobs, policy="random", paces=PACES, seed=s) for s in (1, 1))
+    assert [r.gpus for r in a.runs] == [r.gpus for r in b.runs]
+    for r in a.runs:
+        assert len(set(r.gpus)) == r.job.gpus and all(isinstance(g, str) for g in r.gpus)
+    for x, y in itertools.combinations(a.runs, 2):  # jobs that overlap in time share no GPU
+        if x.start < y.finish and y.start < x.finish:
+            assert not set(x.gpus) & set(y.gpus)
 
 
 def test_schedule_policies_and_validation():

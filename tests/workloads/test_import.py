@@ -12,6 +12,7 @@ from netsim import Link, ScenarioError, topology, workloads
 from netsim.cli import main
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "simai")
+CUSTOM_RING = os.path.join(os.path.dirname(__file__), "..", "data", "chakra_custom_ring")
 HEADER = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {tp} ep: 1 pp: 1 vpp: 1 ga: 1 all_gpus: {n} checkpoints: 0 checkpoint_initiates: 0"
 B, L = 10e9, 1e-6  # ring link bandwidth (bytes/s) and latency (s)
 
@@ -238,6 +239,47 @@ def test_chakra_collective_and_send_recv_closed_form(tmp_path):
     assert run.critical_path[-1].id == "p2p r0->r1 tag0#0"
     assert run.compute == pytest.approx([15e-6] * n)
     check_causality(run)
+
+
+def test_chakra_astra_sim_custom_ring_allreduce_by_hand():
+    # ASTRA-sim's custom ring all-reduce (tests/data/chakra_custom_ring/SOURCE.md): 8 ranks, 14 steps of
+    # send(r -> r+1) then recv(r-1 -> r), each recv waiting on its own rank's send; 7 us of reduction after
+    # each of the first 7 receives. Every step's 8 chunks of 1 MiB / 8 cross 8 different links at once, so
+    # each step takes L + (S/8)/B, and the rank's next send waits for the step's recv (and reduction):
+    # 2(N-1) (L + S/(N B)) + 7 * 7 us.
+    trace = workloads.read_chakra(os.path.join(CUSTOM_RING, "custom_allreduce.0.et.gz"))
+    n, size = 8, 1 << 20
+    assert trace.n_ranks == n
+    fabric, ranks = ring(n)
+    work = trace.workload(ranks)
+    assert len(work.flows) == 2 * (n - 1) * n and {f.bytes for f in work.flows} == {size / n}
+    run = workloads.simulate_workload(trace.files, fabric, ranks=ranks)
+    assert run.iteration_time == pytest.approx(ring_allreduce(n, size) + 7 * 7e-6, rel=1e-9)
+    assert run.compute == pytest.approx([49e-6] * n)
+    check_causality(run)
+
+
+@pytest.mark.parametrize("posted_us", [1, 30])
+def test_chakra_send_starts_without_its_recv_and_recv_waits_for_both(tmp_path, posted_us):
+    # rank 0 sends P at t = 0; rank 1 computes `posted_us` before it posts the recv, then 2 us more. The
+    # flow runs in [0, L + P/B] whenever the recv is posted (ASTRA-sim sends eagerly); the recv finishes
+    # at max(L + P/B, posted): 11 us against 1 us or 30 us.
+    p2p = 1e5
+    cw.write(tmp_path / "p.0.et", [cw.node(1, "s", cw.SEND, comm_dst=1, comm_size=int(p2p))])
+    cw.write(
+        tmp_path / "p.1.et",
+        [
+            cw.node(1, "c", cw.COMP, duration_micros=posted_us),
+            cw.node(2, "r", cw.RECV, data_deps=[1], comm_src=0, comm_size=int(p2p)),
+            cw.node(3, "after", cw.COMP, data_deps=[2], duration_micros=2),
+        ],
+    )
+    fabric, ranks = ring(2)
+    run = workloads.simulate_workload(str(tmp_path / "p"), fabric, ranks=ranks)
+    flow, arrive = run.result.timing("p2p r0->r1 tag0#0"), L + p2p / B
+    assert flow.start == 0.0 and flow.finish == pytest.approx(arrive, rel=1e-12)
+    after = run.result.timing("r1.3 after")
+    assert after.start == pytest.approx(max(arrive, posted_us * 1e-6), rel=1e-12)
 
 
 def test_chakra_through_the_cli(tmp_path, capsys):
