@@ -31,6 +31,7 @@ from ._pipeline import pipeline_order as pipeline_order
 from ._training import GPUS as GPUS
 from ._training import ComputeModel as ComputeModel
 from ._training import GpuSpec as GpuSpec
+from ._training import IterationTerms as IterationTerms
 from ._training import LayoutRow as LayoutRow
 from ._training import Memory as Memory
 from ._training import ParallelLayout as ParallelLayout
@@ -38,6 +39,8 @@ from ._training import Training as Training
 from ._training import TrainingStats as TrainingStats
 from ._training import TransformerModel as TransformerModel
 from ._training import estimate_iteration as estimate_iteration
+from ._training import estimate_seconds as estimate_seconds
+from ._training import iteration_terms as iteration_terms
 from ._training import layer_ops as layer_ops
 from ._training import memory_per_gpu as memory_per_gpu
 from ._training import op_seconds as op_seconds

@@ -20,6 +20,7 @@ import dataclasses
 import math
 import pathlib
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -41,6 +42,7 @@ __all__ = [
     "GPUS",
     "ComputeModel",
     "GpuSpec",
+    "IterationTerms",
     "LayoutRow",
     "Memory",
     "ParallelLayout",
@@ -48,6 +50,8 @@ __all__ = [
     "TrainingStats",
     "TransformerModel",
     "estimate_iteration",
+    "estimate_seconds",
+    "iteration_terms",
     "layer_ops",
     "memory_per_gpu",
     "op_seconds",
@@ -394,19 +398,20 @@ def layer_ops(model: TransformerModel, layout: ParallelLayout, *, head: bool = F
 
 
 def op_seconds(theta, peak_flops, memory_bandwidth, ops: LayerOps, xp=np):
-    """[3] seconds of the forward, input-gradient and weight-gradient passes of `ops`.
+    """[..., 3] seconds of the forward, input-gradient and weight-gradient passes of `ops` (LayerOps whose
+    arrays may carry leading batch axes: many layouts at once).
 
     theta: the FITTED values in order (NumPy or JAX: `xp` is the array module, so that a fit can trace it).
     """
     eff, knee, mem_eff, launch = theta[0], theta[1], theta[2], theta[3]
-    m, n, k, batch = (ops.gemm[:, i] for i in range(4))
+    m, n, k, batch = (ops.gemm[..., i] for i in range(4))
     flops = 2 * m * n * k * batch
     slow = 1 + knee / m + knee / n + knee / k
     compute = flops * slow / (peak_flops * eff)
     traffic = HALF * (m * k + k * n + m * n) * batch / (memory_bandwidth * mem_eff)
     per_gemm = xp.maximum(compute, traffic)
     return (
-        xp.asarray(ops.gemm_pass).T @ per_gemm
+        xp.einsum("...gp,...g->...p", xp.asarray(ops.gemm_pass), per_gemm)
         + xp.asarray(ops.memory) / (memory_bandwidth * mem_eff)
         + xp.asarray(ops.kernels) * launch
     )
@@ -418,44 +423,91 @@ def optimizer_seconds(theta, memory_bandwidth, parameters: float):
     return 32 * parameters / (memory_bandwidth * theta[2]) + theta[5]
 
 
+class IterationTerms(NamedTuple):
+    """What the closed-form iteration time of one layout is made of, apart from the fitted values; arrays
+    of many layouts stack along a leading axis (`estimate_seconds` takes either).
+
+    body, head: the ops of one layer and of the output layer; body_count, head_count: how often each runs
+    on the critical path ((m + (p - 1)/v) x layers per stage, and m); tp_bytes, tp_steps: the TP
+    all-reduces' bytes per rank and ring steps on that path; send_bytes: the fill and drain's pipeline
+    sends; dp_bytes, dp_steps: one DP bucket's ring; dp_buckets; dp_hide: the fraction of a stage's
+    forward + backward time that hides the DP buckets; optimizer_parameters: this GPU's optimizer share.
+    """
+
+    body: LayerOps
+    head: LayerOps
+    body_count: float
+    head_count: float
+    tp_bytes: float
+    tp_steps: float
+    send_bytes: float
+    dp_bytes: float
+    dp_steps: float
+    dp_buckets: float
+    dp_hide: float
+    optimizer_parameters: float
+
+
+def iteration_terms(model: TransformerModel, layout: ParallelLayout) -> IterationTerms:
+    """The closed form's terms for `model` split by `layout` (see `estimate_seconds`)."""
+    t, p, dp, m, v = layout.tp, layout.pp, layout.dp, layout.microbatches, layout.chunks
+    layers = model.layers // p
+    act = layout.micro_batch * model.seq_len * model.hidden * HALF
+    path = m + (p - 1) / v  # stage passes on the critical path
+    reduces = 2 * (1 + (2 if layout.recompute == "full" else 1)) * layers * path if t > 1 else 0.0
+    params = (layers * model.layer_parameters + model.vocab * model.hidden) / t
+    buckets = max(1, math.ceil(params * HALF / layout.dp_bucket_bytes)) if dp > 1 else 1
+    return IterationTerms(
+        body=layer_ops(model, layout),
+        head=layer_ops(model, layout, head=True),
+        body_count=path * layers,
+        head_count=float(m),
+        tp_bytes=reduces * 2 * (t - 1) / t * act,
+        tp_steps=reduces * 2 * (t - 1),
+        send_bytes=2 * (p - 1) * act / t,
+        dp_bytes=2 * (dp - 1) / dp * params * HALF / buckets,
+        dp_steps=2 * (dp - 1),
+        dp_buckets=float(buckets),
+        dp_hide=(buckets - 1) / (buckets * m) if layout.overlap_dp and dp > 1 else 0.0,
+        optimizer_parameters=params / (dp if layout.zero else 1),
+    )
+
+
+def estimate_seconds(terms: IterationTerms, theta, peak_flops, memory_bandwidth, link_bandwidth, xp=np):
+    """Closed-form iteration time (s) from `iteration_terms` (or many stacked), traceable with
+    xp=jax.numpy for fitting; `estimate_iteration` explains the form."""
+    alpha = theta[4]
+    body = op_seconds(theta, peak_flops, memory_bandwidth, terms.body, xp).sum(-1)
+    head = op_seconds(theta, peak_flops, memory_bandwidth, terms.head, xp).sum(-1)
+    tp = terms.tp_bytes / link_bandwidth + terms.tp_steps * alpha
+    pipe = terms.body_count * body + terms.head_count * head + tp + terms.send_bytes / link_bandwidth
+    one = terms.dp_bytes / link_bandwidth + terms.dp_steps * alpha
+    # the final backward hides all buckets but the last, at most its own length
+    exposed = xp.maximum(one, terms.dp_buckets * one - terms.dp_hide * pipe)
+    return pipe + exposed + optimizer_seconds(theta, memory_bandwidth, terms.optimizer_parameters)
+
+
 def estimate_iteration(
-    model: TransformerModel,
-    layout: ParallelLayout,
-    theta,
-    peak_flops,
-    memory_bandwidth,
-    link_bandwidth,
-    xp=np,
-):
+    model: TransformerModel, layout: ParallelLayout, compute: ComputeModel, link_bandwidth: float
+) -> float:
     """Closed-form iteration time (s) of what `training_workload` compiles, on a fabric where every GPU
     has its own `link_bandwidth` (B/s per direction) to a non-blocking switch and nothing contends.
 
-    Pipeline: (m + p - 1) x T + m x T_head, T a stage's forward + backward with its TP all-reduces
-    (the last stage adds the output layer, T_head; interleaving divides the fill by `chunks`), plus the
-    2(p - 1) activation and gradient sends of the fill and drain; then the exposed DP all-reduce (its last
-    bucket, or what the final backward could not hide) and the optimizer step. `theta` as in op_seconds;
-    traceable with xp=jax.numpy, for fitting.
+    Pipeline: (m + (p - 1)/v) x T + m x T_head, T a stage's forward + backward with its TP all-reduces
+    (the last stage adds the output layer, T_head), plus the 2(p - 1) activation and gradient sends of
+    the fill and drain; then the exposed DP all-reduce (its last bucket, or what the final backward
+    could not hide) and the optimizer step. `compute` needs peak_flops and memory_bandwidth set.
     """
-    t, p, dp, m, v = layout.tp, layout.pp, layout.dp, layout.microbatches, layout.chunks
-    body = op_seconds(theta, peak_flops, memory_bandwidth, layer_ops(model, layout), xp)
-    head = op_seconds(theta, peak_flops, memory_bandwidth, layer_ops(model, layout, head=True), xp)
-    layers = model.layers // p
-    alpha = theta[4]
-    act = layout.micro_batch * model.seq_len * model.hidden * HALF
-    per_reduce = 2 * (t - 1) / t * act / link_bandwidth + 2 * (t - 1) * alpha if t > 1 else 0.0
-    recompute = 2 if layout.recompute == "full" else 1
-    stage = layers * (body[0] + body[1] + body[2]) + 2 * (1 + recompute) * layers * per_reduce
-    tail = head[0] + head[1] + head[2]
-    send = act / t / link_bandwidth if p > 1 else 0.0
-    pipe = (m + (p - 1) / v) * stage + m * tail + 2 * (p - 1) * send
-    params = (layers * model.layer_parameters + model.vocab * model.hidden) / t
-    exposed = 0.0
-    if dp > 1:
-        buckets = max(1, math.ceil(params * HALF / layout.dp_bucket_bytes))
-        one = 2 * (dp - 1) / dp * params * HALF / buckets / link_bandwidth + 2 * (dp - 1) * alpha
-        hidden_by = (stage / m) * (buckets - 1) / buckets if layout.overlap_dp else 0.0
-        exposed = xp.maximum(one, buckets * one - hidden_by)
-    return pipe + exposed + optimizer_seconds(theta, memory_bandwidth, params / (dp if layout.zero else 1))
+    layout.check(model)
+    return float(
+        estimate_seconds(
+            iteration_terms(model, layout),
+            compute.vector(),
+            compute.peak_flops,
+            compute.memory_bandwidth,
+            link_bandwidth,
+        )
+    )
 
 
 # --- the compiler ---------------------------------------------------------------------------------------

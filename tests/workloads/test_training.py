@@ -122,9 +122,8 @@ def test_closed_form_estimate_matches_the_simulation(layout):
     model = dataclasses.replace(MODEL, vocab=1000)
     job = training_workload(star(layout.gpus), star(8).workers, model, layout, compute=COMPUTE)
     simulated = float(run(job).makespan)
-    c = COMPUTE
-    estimate = estimate_iteration(model, layout, c.vector(), c.peak_flops, c.memory_bandwidth, BW)
-    assert float(estimate) == pytest.approx(simulated, rel=0.02)
+    estimate = estimate_iteration(model, layout, COMPUTE, BW)
+    assert estimate == pytest.approx(simulated, rel=0.02)
 
 
 def test_korthikanti_activation_formula_and_zero_splits():
