@@ -260,7 +260,8 @@ class ComputeModel:
     A GEMM of M x N x K (times `batch`) takes max(2MNK / (peak x eff), bytes / bandwidth) with
     eff = gemm_efficiency / (1 + gemm_knee / M + gemm_knee / N + gemm_knee / K): thin GEMMs run below
     the large-GEMM efficiency. Element-wise ops (norms, softmax, dropout, GeLU) move their bytes at
-    memory_bandwidth x memory_efficiency. Every kernel adds kernel_overhead. The fitted values ship in
+    memory_bandwidth x memory_efficiency. The host spends kernel_overhead per kernel issuing them ahead
+    of the GPU: a pass takes the longer of the two (small layers are host-bound). The fitted values ship in
     netsim/data/training_a100.json (`ComputeModel.load`).
 
     Attributes:
@@ -268,7 +269,8 @@ class ComputeModel:
         gemm_efficiency: large-GEMM fraction of peak.
         gemm_knee: GEMM dimension (elements) at which each dimension costs a third more time.
         memory_efficiency: fraction of memory bandwidth element-wise kernels reach.
-        kernel_overhead: s per kernel launch.
+        kernel_overhead: s of host time per kernel (launch, framework overhead).
+        launch_overlap: how sharply a pass takes the longer of GPU and host time: (g^q + h^q)^(1/q).
         collective_latency: s per step of a TP or DP ring all-reduce (software and sync cost).
         step_overhead: s per iteration outside the ops (optimizer launch, data loading, logging).
     """
@@ -279,8 +281,9 @@ class ComputeModel:
     gemm_knee: float = 64.0
     memory_efficiency: float = 0.7
     kernel_overhead: float = 5e-6
+    launch_overlap: float = 4.0
     collective_latency: float = 10e-6
-    step_overhead: float = 0.0
+    step_overhead: float = 1e-3
 
     #: the fitted fields, in the order `calibrate.training` fits them (log scale)
     FITTED = (
@@ -290,6 +293,7 @@ class ComputeModel:
         "kernel_overhead",
         "collective_latency",
         "step_overhead",
+        "launch_overlap",
     )
 
     def __post_init__(self):
@@ -336,8 +340,7 @@ def gpu_spec(device: str) -> GpuSpec:
     return GPUS[device]
 
 
-@dataclasses.dataclass(frozen=True)
-class LayerOps:
+class LayerOps(NamedTuple):
     """The ops of one micro-batch on one TP rank, as arrays (one row per GEMM / per element-wise group).
 
     gemm: [G, 4] M, N, K, batch; gemm_pass: [G, 3] how often each GEMM runs in forward, input-gradient
@@ -403,18 +406,19 @@ def op_seconds(theta, peak_flops, memory_bandwidth, ops: LayerOps, xp=np):
 
     theta: the FITTED values in order (NumPy or JAX: `xp` is the array module, so that a fit can trace it).
     """
-    eff, knee, mem_eff, launch = theta[0], theta[1], theta[2], theta[3]
+    eff, knee, mem_eff, launch, sharp = theta[0], theta[1], theta[2], theta[3], theta[6]
     m, n, k, batch = (ops.gemm[..., i] for i in range(4))
     flops = 2 * m * n * k * batch
     slow = 1 + knee / m + knee / n + knee / k
     compute = flops * slow / (peak_flops * eff)
     traffic = HALF * (m * k + k * n + m * n) * batch / (memory_bandwidth * mem_eff)
     per_gemm = xp.maximum(compute, traffic)
-    return (
-        xp.einsum("...gp,...g->...p", xp.asarray(ops.gemm_pass), per_gemm)
-        + xp.asarray(ops.memory) / (memory_bandwidth * mem_eff)
-        + xp.asarray(ops.kernels) * launch
+    gpu = xp.einsum("...gp,...g->...p", xp.asarray(ops.gemm_pass), per_gemm) + xp.asarray(ops.memory) / (
+        memory_bandwidth * mem_eff
     )
+    host = xp.asarray(ops.kernels) * launch
+    # the host issues kernels ahead of the GPU: a pass takes the longer of the two, softly
+    return (gpu**sharp + host**sharp) ** (1 / sharp)
 
 
 def optimizer_seconds(theta, memory_bandwidth, parameters: float):
