@@ -169,7 +169,7 @@ def _stats_record(stats) -> dict:
 
 
 def _table(args, rows, compute) -> int:
-    """Every row compiled, grouped by padded shape, each group one batched run."""
+    """Every row compiled, grouped by padded item count, each group one batched run."""
     import collections
 
     import numpy as np
@@ -188,16 +188,15 @@ def _table(args, rows, compute) -> int:
             continue
         compiled[i] = netsim.compile_scenario(job.scenario())
         records[i] = {"memory_bytes": job.memory.total}
-    groups = collections.defaultdict(list)
+    groups = collections.defaultdict(list)  # one batch (one compile) per padded item count
     for i, c in compiled.items():
-        groups[c.shape].append(i)
+        groups[c.shape.items].append(i)
     print(f"netsim: {len(compiled)} rows in {len(groups)} batches", file=sys.stderr)
-    for shape, idx in sorted(groups.items(), key=lambda kv: kv[0].items):
-        batch = netsim.compile_batch([compiled[i] for i in idx], shape=shape)
-        out = batch.run()
+    for items, idx in sorted(groups.items()):
+        out = netsim.compile_batch([compiled[i] for i in idx]).run()
         for i, t in zip(idx, out["makespan"], strict=True):
             records[i]["predicted_s"] = float(t)
-        print(f"netsim: batch of {len(idx)} at {shape.items} items done", file=sys.stderr)
+        print(f"netsim: batch of {len(idx)} rows at {items} items done", file=sys.stderr)
     rel = []
     for row, rec in zip(rows, records, strict=True):
         m, lay = row.model, row.layout
