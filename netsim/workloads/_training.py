@@ -519,8 +519,7 @@ def estimate_iteration(
 
 @dataclasses.dataclass(frozen=True)
 class TrainingStats:
-    """One simulated iteration and where its time went, on the first GPU (stage 0, TP rank 0, replica 0)
-    except `bubble`, which is the mean idle fraction over all GPUs' compute.
+    """One simulated iteration and where its time went on the first GPU (stage 0, TP rank 0, replica 0).
 
     Attributes:
         iteration_time: s, the last flow or task.
@@ -528,7 +527,7 @@ class TrainingStats:
         tp_exposed: s the first GPU waits on its TP all-reduces.
         pp_exposed: s it waits on pipeline sends (beyond its schedule's bubble).
         dp_exposed: s from its last backward task to the end of its last DP bucket.
-        bubble: iteration_time minus the other four parts (idle in the pipeline schedule).
+        bubble: iteration_time minus the other four parts (idle in the pipeline schedule), at least 0.
         memory: bytes per GPU on the fullest GPU.
     """
 
@@ -629,7 +628,8 @@ def training_workload(
         compute: the ComputeModel (default: the shipped fit, `ComputeModel.load()`).
         memory_capacity: bytes per GPU (default: the topology's GPU in GPUS); a layout needing more is
             refused unless it is None and the GPU unknown.
-        per_layer: one task per layer half (attention, MLP) instead of per op.
+        per_layer: cut every op at each of its all-reduces (equal shares of its compute) instead of one
+            task and one all-reduce message per op.
 
     Raises:
         ScenarioError: a layout that cannot split the model, too few GPUs, a GPU not on the topology,

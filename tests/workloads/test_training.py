@@ -59,6 +59,18 @@ def test_compute_only_pipeline_is_the_bubble_formula(schedule):
     assert stats.tp_exposed == stats.dp_exposed == 0.0
 
 
+@pytest.mark.parametrize("schedule, chunks", [("interleaved", 2), ("zb-h1", 1)])
+def test_other_schedules_lie_between_the_work_and_gpipe(schedule, chunks):
+    p, m = 2, 4
+    layout = ParallelLayout(pp=p, global_batch=m, schedule=schedule, chunks=chunks)
+    job = training_workload(star(p, 1e20), star(p).workers, MODEL, layout, compute=COMPUTE)
+    stage = (job.op_time["F", 0] + job.op_time["BW", 0]) * chunks  # op_time is per model chunk
+    result = float(run(job).makespan)
+    assert m * stage + optimizer(job) < result < (m + p - 1) * stage + optimizer(job)
+    ops = [t for t in job.workload.tasks if t.device == job.grid[0][0][0] and "optimizer" not in t.id]
+    assert sum(t.duration for t in ops) == pytest.approx(m * stage)
+
+
 @pytest.mark.parametrize("per_layer", [False, True])
 def test_tp_bytes_are_megatrons_count_and_time_is_the_ring(per_layer):
     t, m, b = 4, 2, 2
