@@ -140,6 +140,25 @@ def test_workload_names():
         "read_chakra",
         "read_simai",
         "simulate_workload",  # workloads imported from SimAI and Chakra files
+        "GPUS",
+        "ComputeModel",
+        "GpuSpec",
+        "LayoutRow",
+        "Memory",
+        "ParallelLayout",
+        "Training",
+        "TrainingStats",
+        "TransformerModel",
+        "IterationTerms",
+        "estimate_iteration",
+        "estimate_seconds",
+        "iteration_terms",
+        "layer_ops",
+        "memory_per_gpu",
+        "op_seconds",
+        "optimizer_seconds",
+        "read_layout_table",
+        "training_workload",  # 3D-parallel training
     }
     # the function, not a module of the same name; the collective builders' module is the only public one
     assert inspect.isfunction(workloads.pipeline)

@@ -11,14 +11,14 @@ import os
 import sys
 import traceback
 
-from . import calibrate, collective, jobs, latency, predict, presets, run, sweep, workload
+from . import calibrate, collective, jobs, latency, predict, presets, run, sweep, train, workload
 from ._common import CPU_THREADS, MAX_CPU_THREADS, started, whole
 from ._common import check_outputs as check_outputs
 from ._common import cpu_threads as cpu_threads
 from ._common import cpu_threads_label as cpu_threads_label
 from ._common import set_cpu_threads as set_cpu_threads
 
-COMMANDS = (run, sweep, calibrate, predict, collective, presets, workload, jobs, latency)
+COMMANDS = (run, sweep, calibrate, predict, collective, presets, workload, jobs, latency, train)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,234 @@
+"""`netsim train`: one transformer training iteration under a TP x PP x DP layout, or a table of them.
+
+    netsim train --hidden 2048 --heads 16 --layers 24 --seq-len 1024 --tp 2 --pp 2 --dp 2 \\
+        --micro-batch 4 --global-batch 64
+    netsim train --table layouts.csv --json out.json      # vTrain's columns, one batched run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ._common import TOPOLOGY_HELP
+
+#: the default machine: N GPUs on one NVSwitch, one port each at a DGX A100's measured all-reduce bus
+#: bandwidth (nccl-tests, 222 GB/s: netsim/data/traces/m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt)
+NVSWITCH_PORT = 222e9
+
+
+def register(subparsers) -> None:
+    """Adds the `train` subcommand to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "train",
+        help="simulate transformer training iterations (TP x PP x DP) with the fitted compute model",
+        description="Compiles a GPT-style model and a 3D-parallel layout to compute tasks and flows "
+        "(netsim.workloads.training_workload), refuses a layout that does not fit in GPU memory, "
+        "simulates one iteration and prints where its time went. With --table, every row of a CSV in "
+        "vTrain's columns, in one batched run, with the error against a measured 'iteration time (ms)' "
+        "column. See docs/training.md.",
+    )
+    p.add_argument("--table", metavar="CSV", help="layouts in vTrain's columns (one iteration per row)")
+    p.add_argument("--json", metavar="OUT", help="write the results as JSON")
+    p.add_argument(
+        "--topology",
+        "-t",
+        help=TOPOLOGY_HELP + "; default: the layout's GPUs on one NVSwitch at 222 GB/s per port (A100)",
+    )
+    p.add_argument("--gpu", help="GPU model for peak FLOP/s, bandwidth and memory (default: the topology's)")
+    for name in ("hidden", "heads", "layers", "seq-len"):
+        p.add_argument(f"--{name}", type=int, help="model size (one configuration)")
+    p.add_argument("--vocab", type=int, default=51200, help="vocabulary (default 51200)")
+    for name in ("tp", "pp", "dp"):
+        p.add_argument(f"--{name}", type=int, default=1, help=f"{name.upper()} size (default 1)")
+    p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch (default 1)")
+    p.add_argument("--global-batch", type=int, help="sequences per iteration (default micro-batch x dp)")
+    p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved or zb-h1 (default 1f1b)")
+    p.add_argument("--chunks", type=int, default=1, help="model chunks per GPU (interleaved)")
+    p.add_argument("--recompute", default="none", help="none, selective or full (default none)")
+    p.add_argument("--sequence-parallel", action="store_true", help="Megatron's sequence parallelism")
+    p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (default 0)")
+    p.add_argument("--offload", action="store_true", help="optimizer state in host memory")
+    p.add_argument("--memory", type=float, metavar="GB", help="GPU memory capacity (default: the GPU's)")
+    p.add_argument("--compute", metavar="JSON", help="a fitted compute model (default: the shipped A100 fit)")
+    p.set_defaults(handler=_train)
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ._common import check_outputs
+
+    inputs = {"--table": args.table} if args.table else {}
+    if args.topology and os.path.isfile(args.topology):
+        inputs["--topology"] = args.topology
+    check_outputs(inputs, {"--json": (args.json, (".json",))})
+
+    from .._errors import ScenarioError
+    from ..workloads import ComputeModel, LayoutRow, ParallelLayout, TransformerModel, read_layout_table
+
+    compute = ComputeModel.load(args.compute)
+    options = dict(
+        schedule=args.schedule,
+        chunks=args.chunks,
+        recompute=args.recompute,
+        sequence_parallel=args.sequence_parallel,
+        zero=args.zero,
+        offload=args.offload,
+    )
+    if args.table:
+        rows = read_layout_table(args.table, **options)
+        return _table(args, rows, compute)
+    missing = [f"--{n}" for n in ("hidden", "heads", "layers", "seq_len") if getattr(args, n) is None]
+    if missing:
+        raise ScenarioError(f"train: give {', '.join(missing)} (or --table CSV)")
+    model = TransformerModel(args.hidden, args.heads, args.layers, args.seq_len, vocab=args.vocab)
+    layout = ParallelLayout(
+        tp=args.tp,
+        pp=args.pp,
+        dp=args.dp,
+        micro_batch=args.micro_batch,
+        global_batch=args.global_batch,
+        **options,
+    )
+    return _one(args, LayoutRow(model, layout, None, 0), compute)
+
+
+def _machine(args, gpus: int):
+    """(topology, its GPUs, GPU model) for a layout of `gpus` GPUs."""
+    import dataclasses
+
+    from .._errors import ScenarioError
+    from ..topology import leaf_spine, load
+
+    if args.topology:
+        topo = load(args.topology)
+    else:
+        topo = leaf_spine(1, 1, max(gpus, 2), host_bandwidth=NVSWITCH_PORT, name=f"nvswitch-{gpus}")
+        topo = dataclasses.replace(topo, device="A100")
+    if len(topo.workers) < gpus:
+        raise ScenarioError(
+            f"--topology: {topo.name} has {len(topo.workers)} GPUs, the layout needs {gpus} (tp x pp x dp)"
+        )
+    device = args.gpu or topo.device or "A100"
+    return dataclasses.replace(topo, device=device), topo.workers
+
+
+def _compile(args, row, compute):
+    from ..workloads import training_workload
+
+    topo, workers = _machine(args, row.layout.gpus)
+    capacity = None if args.memory is None else args.memory * 1e9
+    return training_workload(topo, workers, row.model, row.layout, compute=compute, memory_capacity=capacity)
+
+
+def _one(args, row, compute) -> int:
+    import netsim
+
+    job = _compile(args, row, compute)
+    print(
+        f"netsim: simulating {len(job.workload.flows)} flows, {len(job.workload.tasks)} tasks",
+        file=sys.stderr,
+    )
+    stats = job.stats(netsim.simulate(job.scenario()))
+    m, lay = row.model, row.layout
+    mem = stats.memory
+    print(
+        f"model: hidden {m.hidden}, heads {m.heads}, layers {m.layers}, seq {m.seq_len} "
+        f"({m.parameters / 1e9:.2f} B parameters)\n"
+        f"layout: tp {lay.tp} x pp {lay.pp} x dp {lay.dp}, micro-batch {lay.micro_batch}, "
+        f"global batch {lay.global_batch} ({lay.microbatches} micro-batches), {lay.schedule}\n"
+        f"on: {job.fabric.name} ({job.fabric.device})\n"
+        f"iteration time   {stats.iteration_time * 1e3:10.2f} ms\n"
+        f"  compute        {stats.compute * 1e3:10.2f} ms\n"
+        f"  exposed TP     {stats.tp_exposed * 1e3:10.2f} ms\n"
+        f"  exposed PP     {stats.pp_exposed * 1e3:10.2f} ms\n"
+        f"  exposed DP     {stats.dp_exposed * 1e3:10.2f} ms\n"
+        f"  bubble         {stats.bubble * 1e3:10.2f} ms\n"
+        f"memory per GPU   {mem.total / 1e9:10.2f} GB (weights {mem.parameters / 1e9:.2f}, gradients "
+        f"{mem.gradients / 1e9:.2f}, optimizer {mem.optimizer / 1e9:.2f}, activations {mem.activations / 1e9:.2f})"
+    )
+    if args.json:
+        from .._checks import to_json, write_atomic
+
+        record = {"units": {"time": "s", "memory": "bytes"}, **_stats_record(stats)}
+        write_atomic(args.json, to_json(record, indent=1))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _stats_record(stats) -> dict:
+    return {
+        "predicted_s": stats.iteration_time,
+        "compute_s": stats.compute,
+        "tp_exposed_s": stats.tp_exposed,
+        "pp_exposed_s": stats.pp_exposed,
+        "dp_exposed_s": stats.dp_exposed,
+        "bubble_s": stats.bubble,
+        "memory_bytes": stats.memory.total,
+    }
+
+
+def _table(args, rows, compute) -> int:
+    """Every row compiled, grouped by padded item count, each group one batched run."""
+    import collections
+
+    import numpy as np
+
+    import netsim
+
+    from .._errors import ScenarioError
+
+    records: list[dict] = [{} for _ in rows]
+    compiled = {}
+    for i, row in enumerate(rows):
+        try:
+            job = _compile(args, row, compute)
+        except ScenarioError as e:
+            records[i] = {"predicted_s": None, "error": str(e)}
+            continue
+        compiled[i] = netsim.compile_scenario(job.scenario())
+        records[i] = {"memory_bytes": job.memory.total}
+    groups = collections.defaultdict(list)  # one batch (one compile) per padded item count
+    for i, c in compiled.items():
+        groups[c.shape.items].append(i)
+    print(f"netsim: {len(compiled)} rows in {len(groups)} batches", file=sys.stderr)
+    for items, idx in sorted(groups.items()):
+        out = netsim.compile_batch([compiled[i] for i in idx]).run()
+        for i, t in zip(idx, out["makespan"], strict=True):
+            records[i]["predicted_s"] = float(t)
+        print(f"netsim: batch of {len(idx)} rows at {items} items done", file=sys.stderr)
+    rel = []
+    for row, rec in zip(rows, records, strict=True):
+        m, lay = row.model, row.layout
+        rec.update(
+            line=row.line,
+            gpus=lay.gpus,
+            hidden=m.hidden,
+            layers=m.layers,
+            tp=lay.tp,
+            pp=lay.pp,
+            dp=lay.dp,
+            micro_batch=lay.micro_batch,
+            global_batch=lay.global_batch,
+        )
+        if row.measured is not None:
+            rec["measured_s"] = row.measured
+            if rec.get("predicted_s") is not None:
+                rec["error"] = rec["predicted_s"] / row.measured - 1
+                rel.append(abs(rec["error"]))
+    done = sum(r.get("predicted_s") is not None for r in records)
+    print(f"{done} of {len(rows)} rows simulated")
+    summary = {}
+    if rel:
+        summary = {"mape_percent": 100 * float(np.mean(rel)), "max_percent": 100 * float(np.max(rel))}
+        print(
+            f"against the measured column: MAPE {summary['mape_percent']:.2f} %, max {summary['max_percent']:.2f} %"
+        )
+    if args.json:
+        from .._checks import to_json, write_atomic
+
+        write_atomic(
+            args.json, to_json({"units": {"time": "s"}, "summary": summary, "rows": records}, indent=1)
+        )
+        print(f"wrote {args.json}")
+    return 0

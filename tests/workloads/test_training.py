@@ -1,0 +1,203 @@
+"""The training compiler against closed forms: compute-only pipelines (the bubble formula), Megatron's TP
+all-reduce count and ring time, the DP ring all-reduce, the Korthikanti activation formula, ZeRO splits,
+memory refusal, and the closed-form estimate against the simulation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import netsim
+from netsim import ScenarioError
+from netsim.topology import leaf_spine
+from netsim.workloads import (
+    ComputeModel,
+    ParallelLayout,
+    TransformerModel,
+    estimate_iteration,
+    memory_per_gpu,
+    optimizer_seconds,
+    read_layout_table,
+    training_workload,
+)
+
+BW = 200e9  # B/s per GPU port
+ALPHA = 3e-6  # s per ring step
+COMPUTE = ComputeModel(peak_flops=100e12, memory_bandwidth=1e12, collective_latency=ALPHA)
+MODEL = TransformerModel(hidden=256, heads=8, layers=4, seq_len=128, vocab=0)
+PAD = netsim.Shape(items=512, hops=4, after=8, resources=32)
+
+
+def star(n: int, bandwidth: float = BW):
+    """n GPUs on one switch, a port each: NVSwitch-like."""
+    return dataclasses.replace(leaf_spine(1, 1, n, host_bandwidth=bandwidth), device="A100")
+
+
+def run(job):
+    return netsim.simulate(netsim.compile_scenario(job.scenario(), shape=PAD))
+
+
+def optimizer(job, d=0):
+    params = job.model.layers // job.layout.pp * job.model.layer_parameters / job.layout.tp
+    if job.layout.zero:
+        params /= job.layout.dp
+    return optimizer_seconds(COMPUTE.vector(), COMPUTE.memory_bandwidth, params)
+
+
+@pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
+def test_compute_only_pipeline_is_the_bubble_formula(schedule):
+    p, m = 4, 6
+    layout = ParallelLayout(pp=p, micro_batch=2, global_batch=2 * m, schedule=schedule)
+    job = training_workload(star(p, 1e20), star(p).workers, MODEL, layout, compute=COMPUTE)
+    stage = job.op_time["F", 0] + job.op_time["BW", 0]
+    result = run(job)
+    # m x T + (p - 1) x T: the bubble ((p - 1) / m) x m T on top of the work
+    assert float(result.makespan) == pytest.approx((m + p - 1) * stage + optimizer(job), rel=1e-9)
+    stats = job.stats(result)
+    assert stats.bubble == pytest.approx((p - 1) * stage, rel=1e-6)
+    assert stats.tp_exposed == stats.dp_exposed == 0.0
+
+
+@pytest.mark.parametrize("schedule, chunks", [("interleaved", 2), ("zb-h1", 1)])
+def test_other_schedules_lie_between_the_work_and_gpipe(schedule, chunks):
+    p, m = 2, 4
+    layout = ParallelLayout(pp=p, global_batch=m, schedule=schedule, chunks=chunks)
+    job = training_workload(star(p, 1e20), star(p).workers, MODEL, layout, compute=COMPUTE)
+    stage = (job.op_time["F", 0] + job.op_time["BW", 0]) * chunks  # op_time is per model chunk
+    result = float(run(job).makespan)
+    assert m * stage + optimizer(job) < result < (m + p - 1) * stage + optimizer(job)
+    ops = [t for t in job.workload.tasks if t.device == job.grid[0][0][0] and "optimizer" not in t.id]
+    assert sum(t.duration for t in ops) == pytest.approx(m * stage)
+
+
+@pytest.mark.parametrize("per_layer", [False, True])
+def test_tp_bytes_are_megatrons_count_and_time_is_the_ring(per_layer):
+    t, m, b = 4, 2, 2
+    layout = ParallelLayout(tp=t, micro_batch=b, global_batch=b * m)
+    job = training_workload(star(t), star(t).workers, MODEL, layout, compute=COMPUTE, per_layer=per_layer)
+    size = b * MODEL.seq_len * MODEL.hidden * 2  # one all-reduce: b s h fp16 values
+    # 2 forward + 2 backward all-reduces per layer and micro-batch; a ring sends 2(t - 1) S in all
+    assert job.tp_bytes == pytest.approx(m * MODEL.layers * 4 * 2 * (t - 1) * size)
+    ring = 2 * (t - 1) / t * size / BW + 2 * (t - 1) * ALPHA  # one all-reduce on the ring
+    work = m * (job.op_time["F", 0] + job.op_time["BW", 0])
+    result = run(job)
+    expected = work + m * MODEL.layers * 4 * ring + optimizer(job)
+    assert float(result.makespan) == pytest.approx(expected, rel=1e-9)
+    assert job.stats(result).tp_exposed == pytest.approx(m * MODEL.layers * 4 * ring, rel=1e-9)
+
+
+def test_full_recompute_reruns_the_forward_all_reduces():
+    layout = ParallelLayout(tp=2, recompute="full")
+    job = training_workload(star(2), star(2).workers, MODEL, layout, compute=COMPUTE)
+    size = MODEL.seq_len * MODEL.hidden * 2
+    assert job.tp_bytes == pytest.approx(MODEL.layers * 6 * 2 * size)
+    plain = training_workload(star(2), star(2).workers, MODEL, ParallelLayout(tp=2), compute=COMPUTE)
+    assert job.op_time["BW", 0] == pytest.approx(plain.op_time["BW", 0] + plain.op_time["F", 0])
+
+
+def test_dp_all_reduce_is_the_ring_closed_form():
+    n = 4
+    layout = ParallelLayout(dp=n, overlap_dp=False, dp_bucket_bytes=1e12)
+    job = training_workload(star(n), star(n).workers, MODEL, layout, compute=COMPUTE)
+    grads = MODEL.layers * MODEL.layer_parameters * 2.0
+    ring = 2 * (n - 1) * (grads / n / BW + ALPHA)
+    result = run(job)
+    work = job.op_time["F", 0] + job.op_time["BW", 0]
+    assert float(result.makespan) == pytest.approx(work + ring + optimizer(job), rel=1e-9)
+    assert job.stats(result).dp_exposed == pytest.approx(ring, rel=1e-9)
+
+
+def test_dp_buckets_overlap_the_last_backward():
+    n = 2
+    grads = MODEL.layers * MODEL.layer_parameters * 2.0
+    times = []
+    for overlap in (False, True):
+        layout = ParallelLayout(dp=n, overlap_dp=overlap, dp_bucket_bytes=grads / 4)
+        times.append(
+            float(
+                run(training_workload(star(n, 5e9), star(n).workers, MODEL, layout, compute=COMPUTE)).makespan
+            )
+        )
+    assert times[1] < times[0]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ParallelLayout(tp=2, pp=2, micro_batch=2, global_batch=8),
+        ParallelLayout(tp=2, dp=2, micro_batch=1, global_batch=4),
+        ParallelLayout(pp=2, dp=2, micro_batch=1, global_batch=8, recompute="full"),
+    ],
+)
+def test_closed_form_estimate_matches_the_simulation(layout):
+    model = dataclasses.replace(MODEL, vocab=1000)
+    job = training_workload(star(layout.gpus), star(8).workers, model, layout, compute=COMPUTE)
+    simulated = float(run(job).makespan)
+    estimate = estimate_iteration(model, layout, COMPUTE, BW)
+    assert estimate == pytest.approx(simulated, rel=0.02)
+
+
+def test_korthikanti_activation_formula_and_zero_splits():
+    model = TransformerModel(hidden=1024, heads=16, layers=8, seq_len=512, vocab=0)
+    s, b, h, a = 512, 2, 1024, 16
+    mem = memory_per_gpu(model, ParallelLayout(micro_batch=b))
+    assert mem.activations == pytest.approx(8 * s * b * h * (34 + 5 * a * s / h))
+    tp = memory_per_gpu(model, ParallelLayout(tp=4, micro_batch=b, sequence_parallel=True))
+    assert tp.activations == pytest.approx(mem.activations / 4)
+    full = memory_per_gpu(model, ParallelLayout(micro_batch=b, recompute="full"))
+    assert full.activations == pytest.approx(8 * 2 * s * b * h)
+    n = model.layers * model.layer_parameters
+    assert mem.parameters + mem.gradients + mem.optimizer == pytest.approx(16 * n)
+    z1 = memory_per_gpu(model, ParallelLayout(dp=4, zero=1))
+    z3 = memory_per_gpu(model, ParallelLayout(dp=4, zero=3))
+    assert z1.parameters + z1.gradients + z1.optimizer == pytest.approx((4 + 12 / 4) * n)
+    assert z3.parameters + z3.gradients + z3.optimizer == pytest.approx(16 / 4 * n)
+    # 1F1B's first stage holds p micro-batches; GPipe all m
+    one = memory_per_gpu(model, ParallelLayout(pp=4, global_batch=16))
+    gpipe = memory_per_gpu(model, ParallelLayout(pp=4, global_batch=16, schedule="gpipe"))
+    assert gpipe.activations == pytest.approx(one.activations * 16 / 4)
+
+
+def test_a_layout_that_does_not_fit_is_refused_with_the_figures():
+    # the issue's example: 96 layers of h = 12288 over 4 stages on 24 GB GPUs
+    model = TransformerModel(hidden=12288, heads=96, layers=96, seq_len=2048)
+    layout = ParallelLayout(pp=4, micro_batch=8, global_batch=512, schedule="gpipe")
+    with pytest.raises(ScenarioError, match=r"needs \d+\.\d GB per GPU .* a GPU holds 24\.0 GB"):
+        training_workload(star(4), star(4).workers, model, layout, memory_capacity=24e9)
+    small = TransformerModel(hidden=1024, heads=16, layers=8, seq_len=1024)
+    tight = ParallelLayout(pp=2, micro_batch=1, global_batch=4, recompute="full")
+    need = memory_per_gpu(small, tight).total
+    with pytest.raises(ScenarioError, match="optimizer"):
+        training_workload(star(2), star(2).workers, small, tight, memory_capacity=need * 0.8)
+    offloaded = dataclasses.replace(tight, offload=True)
+    job = training_workload(
+        star(2), star(2).workers, small, offloaded, memory_capacity=need * 0.8, compute=COMPUTE
+    )
+    assert float(run(job).makespan) > 0
+
+
+def test_vtrain_table_reads():
+    from netsim.data import trace_path
+
+    rows = read_layout_table(trace_path("vtrain_ground_truth_single.csv"))
+    assert len(rows) == 1440
+    first = rows[0]
+    assert (first.layout.pp, first.layout.micro_batch, first.layout.global_batch) == (2, 8, 16)
+    assert first.model.hidden == 1024 and first.measured == pytest.approx(0.372160408)
+    assert all(r.layout.gpus in (2, 4, 8) for r in rows)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(tp=3), "tp: must divide heads"),
+        (dict(pp=3), "layers=4 must split evenly"),
+        (dict(dp=2, global_batch=3), "multiple of micro_batch x dp"),
+        (dict(recompute="some"), "recompute"),
+        (dict(zero=4), "ZeRO stage"),
+    ],
+)
+def test_bad_layouts_are_clear_errors(kwargs, message):
+    with pytest.raises(ScenarioError, match=message):
+        training_workload(star(8), star(8).workers, MODEL, ParallelLayout(**kwargs), compute=COMPUTE)
