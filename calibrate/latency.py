@@ -14,7 +14,6 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 from importlib import resources
 
 import equinox as eqx
@@ -25,6 +24,8 @@ import optax
 from netsim.kernels.latency import Router
 
 import netsim
+from netsim.checks import write_atomic
+from netsim.data import DATA_DIR
 from netsim.latency import Load, shape_load
 
 #: curves the coefficients are fitted on: two sizes, three packet sizes, two VC counts, uniform traffic
@@ -267,19 +268,15 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(params, indent=1))
     print(table(errors(router, curves), errors(baseline(), curves, plain_md1=True), TRAIN))
     if args.write:
-        path = os.path.join(os.path.dirname(__file__), "..", "netsim", "data", "latency_booksim.json")
+        path = DATA_DIR / "latency_booksim.json"
         doc = {
             "what": "queueing coefficients of the `booksim` router preset (netsim.latency), fitted by calibrate/latency.py",
             "train": list(TRAIN),
             "reach": REACH,
             "parameters": params,
         }
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-        print(f"wrote {os.path.normpath(path)}")
+        write_atomic(path, json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {path}")
 
 
 if __name__ == "__main__":

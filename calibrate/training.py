@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import pathlib
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from netsim.data import trace_path
+from netsim.checks import write_atomic
+from netsim.data import DATA_DIR, trace_path
 from netsim.workloads import GPUS, ComputeModel, iteration_terms, read_layout_table
 from netsim.workloads import estimate_seconds as _estimate
 
@@ -31,7 +31,7 @@ TABLE = "vtrain_ground_truth_single.csv"
 LINK_BANDWIDTH = 222e9
 GPU = "A100"
 HOLD_OUT = 5  # rows i with i % HOLD_OUT == 0 are held out
-OUT = pathlib.Path(__file__).resolve().parent.parent / "netsim" / "data" / "training_a100.json"
+OUT = DATA_DIR / "training_a100.json"
 
 
 def stack(items):
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
             f"fitted by calibrate/training.py on netsim/data/traces/{TABLE} (vTrain, 8 x A100), "
             f"GPU {GPU} datasheet peak, NVSwitch port {LINK_BANDWIDTH / 1e9:g} GB/s"
         )
-        OUT.write_text(json.dumps({"source": source, "compute": fitted, "fit": report}, indent=1) + "\n")
+        write_atomic(OUT, json.dumps({"source": source, "compute": fitted, "fit": report}, indent=1) + "\n")
     return 0
 
 

@@ -585,6 +585,7 @@ def run(
     """
     if not isinstance(tolerance, int | float) or not 0.0 <= tolerance < 1.0:
         raise ValueError(f"netsim.kernels.run: tolerance must be a number in [0, 1), got {tolerance!r}")
+    network, program = jax.tree.map(jnp.asarray, (network, program))  # NumPy leaves have no `.at`
     if program.size.dtype != jnp.float64 or network.capacity.dtype != jnp.float64:
         raise ValueError(
             "netsim.kernels.run needs float64 sizes and capacities (simulated time accumulates in float64);"

@@ -13,11 +13,12 @@ import pathlib
 
 from .._errors import ScenarioError
 
-__all__ = ["TRACES", "TRACES_DIR", "trace_path"]
+__all__ = ["DATA_DIR", "TRACES", "TRACES_DIR", "trace_path"]
 
 # A plain folder beside this file: package-data installs it with the package (pyproject), and a
 # folder path (not an importlib.resources handle) is what read_trace and open() take.
-TRACES_DIR = pathlib.Path(__file__).resolve().parent / "traces"
+DATA_DIR = pathlib.Path(__file__).resolve().parent
+TRACES_DIR = DATA_DIR / "traces"
 TRACES: tuple[str, ...] = tuple(
     sorted(p.name for p in TRACES_DIR.iterdir() if p.is_file() and p.name != "README.md")
 )

@@ -26,6 +26,7 @@ import numpy as np
 
 from .._checks import choice, count, number, read_text
 from .._scenario import Flow, Scenario, ScenarioError, Task
+from ..data import DATA_DIR
 from ._base import Fabric, Workload, concat
 from ._pipeline import (
     BACKWARD,
@@ -308,11 +309,7 @@ class ComputeModel:
         """The fitted model shipped in netsim/data/training_a100.json (or a JSON file of the same form)."""
         import json
 
-        path = (
-            pathlib.Path(__file__).resolve().parent.parent / "data" / "training_a100.json"
-            if path is None
-            else path
-        )
+        path = DATA_DIR / "training_a100.json" if path is None else path
         values = json.loads(read_text(path))["compute"]
         return cls(**values)
 
