@@ -360,4 +360,4 @@ def test_sweep_and_data_names():
         "load_spec",
         "sweep_from_dict",
     }
-    assert public(netsim.data) == {"TRACES", "TRACES_DIR", "trace_path"}
+    assert public(netsim.data) == {"DATA_DIR", "TRACES", "TRACES_DIR", "trace_path"}
