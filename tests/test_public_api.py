@@ -150,6 +150,9 @@ def test_workload_names():
         "TrainingStats",
         "TransformerModel",
         "IterationTerms",
+        "LinkRates",
+        "link_rates",
+        "placement",
         "estimate_iteration",
         "estimate_seconds",
         "iteration_terms",
@@ -250,6 +253,8 @@ def test_topology_names():
         "PcieRouter",
         "Transport",
         "HostStaged",  # PCIe servers
+        "nvswitch_server",
+        "dgx_a100",  # NVSwitch servers, DGX A100 clusters
         "fat_tree",
         "leaf_spine",
         "rail_optimized",
@@ -269,6 +274,7 @@ def test_topology_names():
         "read_calibration",
         "load_costs",  # presets, calibrated files
         "pcie_spec",  # "pcie:N,..." servers from the command line
+        "sized_cluster",  # "dgx-a100" sized by a GPU count
         "link_class",  # the link classes a calibration fits
         "pcie_shared",
         "socket_duplex",

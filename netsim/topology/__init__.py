@@ -19,6 +19,8 @@ from ._mesh import mi250x_node as mi250x_node
 from ._mesh import mi300x as mi300x
 from ._nvsmi import pcie_server_from_topo as pcie_server_from_topo
 from ._nvsmi import server_plan as server_plan
+from ._nvswitch import dgx_a100 as dgx_a100
+from ._nvswitch import nvswitch_server as nvswitch_server
 from ._pcie import HostStaged as HostStaged
 from ._pcie import PcieRouter as PcieRouter
 from ._pcie import ServerPlan as ServerPlan
@@ -39,6 +41,7 @@ from ._presets import load_costs as load_costs
 from ._presets import pcie_spec as pcie_spec
 from ._presets import preset as preset
 from ._presets import read_calibration as read_calibration
+from ._presets import sized_cluster as sized_cluster
 from ._presets import topology_entry as topology_entry
 from ._routers import DimensionOrder as DimensionOrder
 from ._routers import Ecmp as Ecmp

@@ -20,6 +20,7 @@ from .._scenario import ScenarioError
 from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
+from ._nvswitch import DGX_A100_GPUS, dgx_a100
 from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared
 from ._topology import Topology, link_class
 
@@ -118,22 +119,39 @@ _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "a100-pcie-4x-nvlink-pairs": ("m08: 4 x A100 PCIe, NV12 bridges in pairs", _a100_pairs),
     "a40-8x-nv4": ("m05: 8 x A40, NV4 bridges in pairs, 2 sockets", _a40_nv4),
     "titanrtx-8x-lambda": ("m09: 8 x TITAN RTX, switch pairs, P2P off", _titanrtx_8x),
+    "dgx-a100": ("8 x A100 SXM on NVSwitch (222 GB/s per GPU), 8 HDR NICs", dgx_a100),
 }
 
 PRESETS: dict[str, str] = {name: text for name, (text, _) in _BUILDERS.items()}
 
-#: cluster fabrics by shape, for every command that takes --topology: "fat-tree:K", "leaf-spine:L,S,H"
+#: cluster fabrics by shape, for every command that takes --topology: "fat-tree:K", "leaf-spine:L,S,H",
+#: "dgx-a100:N"
 CLUSTERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "fat-tree": ("k-ary fat-tree, k^3/4 hosts h0.. at 50 GB/s: fat-tree:K (K even)", fat_tree),
     "leaf-spine": (
         "two-tier Clos, L leaves x S spines, H hosts per leaf, non-blocking: leaf-spine:L,S,H",
         leaf_spine,
     ),
+    "dgx-a100": (
+        "N DGX A100 servers (8 GPUs each) on a rail-optimized HDR InfiniBand fabric: dgx-a100:N",
+        dgx_a100,
+    ),
 }
+#: GPUs per server of the cluster shapes that a GPU count sizes (`sized_cluster`)
+SERVER_GPUS = {"dgx-a100": DGX_A100_GPUS}
+
+
+def sized_cluster(shape: str, gpus: int) -> Topology | None:
+    """The cluster of `shape` ("dgx-a100", a SERVER_GPUS key) with the fewest servers holding `gpus` GPUs;
+    None when `shape` is no such name."""
+    if shape not in SERVER_GPUS:
+        return None
+    return CLUSTERS[shape][1](-(-gpus // SERVER_GPUS[shape]))
 
 
 def _cluster(name: str) -> Topology | None:
-    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" spec; None when `name` is no such spec."""
+    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" / "dgx-a100:N" spec; None when `name` is no such
+    spec."""
     kind, sep, args = name.partition(":")
     if not sep or kind not in CLUSTERS:
         return None
@@ -141,7 +159,7 @@ def _cluster(name: str) -> Topology | None:
         sizes = [int(x) for x in args.split(",")]
     except ValueError:
         sizes = []
-    want = 1 if kind == "fat-tree" else 3
+    want = 3 if kind == "leaf-spine" else 1
     if len(sizes) != want or min(sizes) < 1:
         raise ScenarioError(
             f"topology: {name!r}: expected {CLUSTERS[kind][0].split(': ')[-1]} with whole numbers >= 1"

@@ -33,6 +33,7 @@ from ._training import ComputeModel as ComputeModel
 from ._training import GpuSpec as GpuSpec
 from ._training import IterationTerms as IterationTerms
 from ._training import LayoutRow as LayoutRow
+from ._training import LinkRates as LinkRates
 from ._training import Memory as Memory
 from ._training import ParallelLayout as ParallelLayout
 from ._training import Training as Training
@@ -42,9 +43,11 @@ from ._training import estimate_iteration as estimate_iteration
 from ._training import estimate_seconds as estimate_seconds
 from ._training import iteration_terms as iteration_terms
 from ._training import layer_ops as layer_ops
+from ._training import link_rates as link_rates
 from ._training import memory_per_gpu as memory_per_gpu
 from ._training import op_seconds as op_seconds
 from ._training import optimizer_seconds as optimizer_seconds
+from ._training import placement as placement
 from ._training import read_layout_table as read_layout_table
 from ._training import training_workload as training_workload
 from .collectives import Collective as Collective

@@ -45,6 +45,7 @@ __all__ = [
     "GpuSpec",
     "IterationTerms",
     "LayoutRow",
+    "LinkRates",
     "Memory",
     "ParallelLayout",
     "Training",
@@ -54,9 +55,11 @@ __all__ = [
     "estimate_seconds",
     "iteration_terms",
     "layer_ops",
+    "link_rates",
     "memory_per_gpu",
     "op_seconds",
     "optimizer_seconds",
+    "placement",
     "read_layout_table",
     "training_workload",
 ]
@@ -135,9 +138,10 @@ class ParallelLayout:
             all-reduces become reduce-scatter + all-gather, the same bytes on a ring).
         zero: ZeRO stage 0-3 (optimizer state, + gradients, + weights split over DP).
         offload: optimizer state in host memory (not counted against the GPU).
-        overlap_dp: DP all-reduce buckets start during the last backward (Megatron's overlap) or after
+        overlap_dp: DP all-reduce in buckets that start during the last backward (Megatron's
+            --overlap-grad-reduce), or (default, Megatron's default) one all-reduce of all gradients after
             the whole pipeline has drained.
-        dp_bucket_bytes: DP gradient bucket size (Megatron's default 40 M values of 2 bytes).
+        dp_bucket_bytes: DP gradient bucket size with overlap_dp (Megatron's default 40 M values of 2 bytes).
     """
 
     tp: int = 1
@@ -151,7 +155,7 @@ class ParallelLayout:
     sequence_parallel: bool = False
     zero: int = 0
     offload: bool = False
-    overlap_dp: bool = True
+    overlap_dp: bool = False
     dp_bucket_bytes: float = 80e6
 
     def __post_init__(self):
@@ -449,6 +453,13 @@ class IterationTerms(NamedTuple):
     optimizer_parameters: float
 
 
+def dp_buckets(parameters: float, layout: ParallelLayout) -> int:
+    """DP all-reduces per (stage, TP rank) group: buckets of dp_bucket_bytes with overlap_dp, else one."""
+    if layout.dp == 1 or not layout.overlap_dp:
+        return 1
+    return max(1, math.ceil(parameters * HALF / layout.dp_bucket_bytes))
+
+
 def iteration_terms(model: TransformerModel, layout: ParallelLayout) -> IterationTerms:
     """The closed form's terms for `model` split by `layout` (see `estimate_seconds`)."""
     t, p, dp, m, v = layout.tp, layout.pp, layout.dp, layout.microbatches, layout.chunks
@@ -457,7 +468,7 @@ def iteration_terms(model: TransformerModel, layout: ParallelLayout) -> Iteratio
     path = m + (p - 1) / v  # stage passes on the critical path
     reduces = 2 * (1 + (2 if layout.recompute == "full" else 1)) * layers * path if t > 1 else 0.0
     params = (layers * model.layer_parameters + model.vocab * model.hidden) / t
-    buckets = max(1, math.ceil(params * HALF / layout.dp_bucket_bytes)) if dp > 1 else 1
+    buckets = dp_buckets(params, layout)
     return IterationTerms(
         body=layer_ops(model, layout),
         head=layer_ops(model, layout, head=True),
@@ -474,25 +485,99 @@ def iteration_terms(model: TransformerModel, layout: ParallelLayout) -> Iteratio
     )
 
 
+class LinkRates(NamedTuple):
+    """B/s per direction each kind of traffic of a layout gets on its fabric (`link_rates`): a TP ring
+    all-reduce, a pipeline send, a DP ring all-reduce (floats, or arrays over many layouts)."""
+
+    tp: float
+    pp: float
+    dp: float
+
+
+def placement(gpus: Sequence[str], layout: ParallelLayout) -> tuple[tuple[tuple[str, ...], ...], ...]:
+    """GPU names by [replica][stage][TP rank]: gpus[(stage x dp + replica) x tp + rank], Megatron's order
+    (a TP group is consecutive GPUs, inside one server; then DP; then PP)."""
+    t, p, dp = layout.tp, layout.pp, layout.dp
+    return tuple(
+        tuple(tuple(gpus[(d * dp + r) * t + j] for j in range(t)) for d in range(p)) for r in range(dp)
+    )
+
+
+def server_of(node: str) -> str:
+    """The server a node of a composed cluster belongs to ("n3" for "n3/gpu5"; `cluster` names them so);
+    "" for a node of a single machine."""
+    return node.split("/", 1)[0] if "/" in node else ""
+
+
+def ring_channels(ranks: Sequence[str]) -> list[list[str]]:
+    """The rank orders of a ring all-reduce over `ranks` as NCCL runs it across servers: k channels, k the
+    fewest ranks any server holds, channel c entering and leaving every server by other GPUs (each
+    server's ranks rotated by c), so that the channels cross the fabric by k different NICs. One
+    channel (`ranks` as given) when they share one server."""
+    by_server: dict[str, list[str]] = {}
+    for g in ranks:
+        by_server.setdefault(server_of(g), []).append(g)
+    groups = list(by_server.values())
+    if len(groups) == 1:
+        return [list(ranks)]
+    k = min(map(len, groups))
+    return [[g for grp in groups for g in grp[c:] + grp[:c]] for c in range(k)]
+
+
+def _bottleneck(topology, bandwidths: dict[str, float], a: str, b: str) -> float:
+    return min(bandwidths[x] for x in topology.route(a, b))
+
+
+def _ring_rate(topology, bandwidths: dict[str, float], ranks: Sequence[str]) -> float:
+    """B/s per rank of a ring all-reduce on an idle fabric: its channels split the bytes, each moving at
+    its slowest hop; a link that several channels cross (a GPU's port) is shared by them."""
+    channels = ring_channels(ranks)
+    load: dict[str, int] = {}
+    for ring in channels:
+        for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
+            for x in topology.route(a, b):
+                load[x] = load.get(x, 0) + 1
+    return len(channels) * min(bandwidths[x] / n for x, n in load.items())
+
+
+def link_rates(topology, gpus: Sequence[str], layout: ParallelLayout) -> LinkRates:
+    """The rates of `layout` placed on `gpus` of `topology` (`placement`): a TP group's ring all-reduce,
+    a send from stage 0 to stage 1, a DP group's ring all-reduce over `ring_channels` (the slowest link
+    of each route, as the engine gives them on an idle fabric; inf where the layout has no such traffic).
+    """
+    grid = placement(list(gpus), layout)
+    bandwidths = {x.id: x.bandwidth for x in topology.links}
+    tp = _ring_rate(topology, bandwidths, grid[0][0]) if layout.tp > 1 else math.inf
+    pp = _bottleneck(topology, bandwidths, grid[0][0][0], grid[0][1][0]) if layout.pp > 1 else math.inf
+    dp = _ring_rate(topology, bandwidths, [g[0][0] for g in grid]) if layout.dp > 1 else math.inf
+    return LinkRates(tp, pp, dp)
+
+
 def estimate_seconds(terms: IterationTerms, theta, peak_flops, memory_bandwidth, link_bandwidth, xp=np):
     """Closed-form iteration time (s) from `iteration_terms` (or many stacked), traceable with
-    xp=jax.numpy for fitting; `estimate_iteration` explains the form."""
+    xp=jax.numpy for fitting; `estimate_iteration` explains the form. link_bandwidth: B/s for every
+    kind of traffic, or LinkRates."""
     alpha = theta[4]
+    rate = link_bandwidth if isinstance(link_bandwidth, LinkRates) else LinkRates(*[link_bandwidth] * 3)
     body = op_seconds(theta, peak_flops, memory_bandwidth, terms.body, xp).sum(-1)
     head = op_seconds(theta, peak_flops, memory_bandwidth, terms.head, xp).sum(-1)
-    tp = terms.tp_bytes / link_bandwidth + terms.tp_steps * alpha
-    pipe = terms.body_count * body + terms.head_count * head + tp + terms.send_bytes / link_bandwidth
-    one = terms.dp_bytes / link_bandwidth + terms.dp_steps * alpha
+    tp = terms.tp_bytes / rate.tp + terms.tp_steps * alpha
+    pipe = terms.body_count * body + terms.head_count * head + tp + terms.send_bytes / rate.pp
+    one = terms.dp_bytes / rate.dp + terms.dp_steps * alpha
     # the final backward hides all buckets but the last, at most its own length
     exposed = xp.maximum(one, terms.dp_buckets * one - terms.dp_hide * pipe)
     return pipe + exposed + optimizer_seconds(theta, memory_bandwidth, terms.optimizer_parameters)
 
 
 def estimate_iteration(
-    model: TransformerModel, layout: ParallelLayout, compute: ComputeModel, link_bandwidth: float
+    model: TransformerModel,
+    layout: ParallelLayout,
+    compute: ComputeModel,
+    link_bandwidth: float | LinkRates,
 ) -> float:
     """Closed-form iteration time (s) of what `training_workload` compiles, on a fabric where every GPU
-    has its own `link_bandwidth` (B/s per direction) to a non-blocking switch and nothing contends.
+    has its own `link_bandwidth` (B/s per direction) to a non-blocking switch and nothing contends, or
+    where each kind of traffic gets its LinkRates (`link_rates(topology, gpus, layout)`).
 
     Pipeline: (m + (p - 1)/v) x T + m x T_head, T a stage's forward + backward with its TP all-reduces
     (the last stage adds the output layer, T_head), plus the 2(p - 1) activation and gradient sends of
@@ -658,9 +743,7 @@ def training_workload(
         if g not in nodes:
             raise ScenarioError(f"gpus[{i}]: {g!r} is not a node of the topology")
     t, p, dp, v = layout.tp, layout.pp, layout.dp, layout.chunks
-    grid = tuple(
-        tuple(tuple(gpus[(d * dp + r) * t + j] for j in range(t)) for d in range(p)) for r in range(dp)
-    )
+    grid = placement(gpus, layout)
     order = pipeline_order(layout.schedule, p, layout.microbatches, v)
     theta = compute.vector()
     peak, bandwidth = compute.peak_flops, compute.memory_bandwidth
@@ -679,13 +762,17 @@ def training_workload(
         / t
         for d in range(p)
     ]
-    buckets = [max(1, math.ceil(n * HALF / layout.dp_bucket_bytes)) if dp > 1 else 1 for n in stage_params]
+    buckets = [dp_buckets(n, layout) for n in stage_params]
     # the op after which each device's weight gradients are final (its last backward or W)
     final = {
         d: max(i for i, op in enumerate(ops) if op.kind in (BACKWARD, BACKWARD_WEIGHT))
         for d, ops in enumerate(order)
     }
-    plan = _Plan(t, chunk_layers, layout.recompute == "full", per_layer, buckets, order, final)
+    rank = {
+        g: j for j, g in enumerate(grid[0][0])
+    }  # TP ring channels as TP rank orders (alike in every group)
+    tp_rings = tuple(tuple(rank[g] for g in ring) for ring in ring_channels(grid[0][0]))
+    plan = _Plan(t, chunk_layers, layout.recompute == "full", per_layer, buckets, order, final, tp_rings)
     act = layout.micro_batch * model.seq_len * model.hidden * HALF  # one all-reduce's buffer (S)
     ring_cost = 2 * (t - 1) * compute.collective_latency
 
@@ -702,12 +789,12 @@ def training_workload(
                     kind, producer = msg
                     for j in range(t):
                         src, dst = grid[r][producer.stage % p][j], grid[r][d][j]
-                        done = plan.done_id(r, producer, j)
+                        done = plan.done_ids(r, producer, j)
                         if src == dst:
-                            ready[j] += (done,)
+                            ready[j] += done
                             continue
                         fid = f"r{r}/{kind}{op.microbatch}.s{producer.stage}-s{op.stage}/t{j}"
-                        flows.append(Flow(fid, src, dst, act / t, after=(done,)))
+                        flows.append(Flow(fid, src, dst, act / t, after=done))
                         ready[j] += (fid,)
                 ids_of_op = {j: [] for j in range(t)}
                 for i, (share, n_red) in enumerate(plan.segments(op, d, n)):
@@ -717,15 +804,17 @@ def training_workload(
                         tasks.append(Task(ids[j], grid[r][d][j], seconds, after=ready[j]))
                         ids_of_op[j].append(ids[j])
                     ready = {j: (ids[j],) for j in range(t)}
-                    if n_red and t > 1:  # the all-reduces as one ring step; rank j waits on both its flows
-                        ring = [plan.ring_id(r, op, j, i) for j in range(t)]
-                        size = act * n_red * 2 * (t - 1) / t
-                        for j in range(t):
-                            src, dst = grid[r][d][j], grid[r][d][(j + 1) % t]
-                            flows.append(
-                                Flow(ring[j], src, dst, size, after=(ids[j],), overhead=ring_cost * n_red)
-                            )
-                        ready = {j: (ring[(j - 1) % t], ring[j]) for j in range(t)}
+                    if n_red and t > 1:  # the all-reduces as one ring step; rank j waits on all its flows
+                        size = act * n_red * 2 * (t - 1) / t / len(plan.tp_rings)
+                        for c in range(len(plan.tp_rings)):
+                            for j in range(t):
+                                src, dst = grid[r][d][j], grid[r][d][plan.successor(c, j)]
+                                fid = plan.ring_id(r, op, j, i, c)
+                                overhead = ring_cost * n_red
+                                flows.append(Flow(fid, src, dst, size, after=(ids[j],), overhead=overhead))
+                        ready = {
+                            j: plan.ring_into(r, op, j, i) + plan.ring_from(r, op, j, i) for j in range(t)
+                        }
                 if n == final[d]:
                     for j in range(t):
                         last_backward[r, d, j] = ids_of_op[j]
@@ -752,9 +841,12 @@ def training_workload(
                         if layout.overlap_dp
                         else everything
                     )
+                    channels = ring_channels(ranks)
                     ring = allreduce(
                         ranks,
                         stage_params[d] * HALF / buckets[d],
+                        channels=len(channels),
+                        rings=channels,
                         name="ar",
                         step_overhead=compute.collective_latency,
                     )
@@ -786,6 +878,7 @@ class _Plan:
     buckets: list[int]  # DP buckets per stage
     order: tuple[tuple[Op, ...], ...]
     final: dict[int, int]  # stage -> index of its final backward op in order
+    tp_rings: tuple[tuple[int, ...], ...]  # TP rank order of each channel of the TP ring (`ring_channels`)
     position: dict[Op, int] = dataclasses.field(init=False)
 
     def __post_init__(self):
@@ -818,16 +911,29 @@ class _Plan:
         return f"r{r}/{op.id}/t{j}.{i}"
 
     @staticmethod
-    def ring_id(r: int, op: Op, j: int, i: int) -> str:
-        return f"r{r}/{op.id}/tp{j}.{i}"
+    def ring_id(r: int, op: Op, j: int, i: int, channel: int = 0) -> str:
+        """The TP flow out of rank j after segment i (on ring channel `channel`)."""
+        return f"r{r}/{op.id}/tp{j}.{i}" + (f"c{channel}" if channel else "")
 
-    def done_id(self, r: int, op: Op, j: int) -> str:
-        """What a message from `op` on TP rank j waits on: its last task, or the TP flow into rank j."""
+    def successor(self, channel: int, j: int) -> int:
+        ring = self.tp_rings[channel]
+        return ring[(ring.index(j) + 1) % len(ring)]
+
+    def ring_into(self, r: int, op: Op, j: int, i: int) -> tuple[str, ...]:
+        """The TP flows into rank j after segment i, one per channel."""
+        preds = [(c, ring[ring.index(j) - 1]) for c, ring in enumerate(self.tp_rings)]
+        return tuple(self.ring_id(r, op, k, i, c) for c, k in preds)
+
+    def ring_from(self, r: int, op: Op, j: int, i: int) -> tuple[str, ...]:
+        return tuple(self.ring_id(r, op, j, i, c) for c in range(len(self.tp_rings)))
+
+    def done_ids(self, r: int, op: Op, j: int) -> tuple[str, ...]:
+        """What a message from `op` on TP rank j waits on: its last task, or the TP flows into rank j."""
         segs = self._segments_of(op)
         i = len(segs) - 1
         if segs[-1][1] and self.tp > 1:
-            return self.ring_id(r, op, (j - 1) % self.tp, i)
-        return self.task_id(r, op, j, i)
+            return self.ring_into(r, op, j, i)
+        return (self.task_id(r, op, j, i),)
 
     @staticmethod
     def cut(pieces: int, buckets: int, bucket: int) -> int:

@@ -1,6 +1,7 @@
 """The training compiler against closed forms: compute-only pipelines (the bubble formula), Megatron's TP
 all-reduce count and ring time, the DP ring all-reduce, the Korthikanti activation formula, ZeRO splits,
-memory refusal, and the closed-form estimate against the simulation."""
+memory refusal, and the closed-form estimate against the simulation, on one switch and across DGX A100
+servers."""
 
 from __future__ import annotations
 
@@ -10,17 +11,20 @@ import pytest
 
 import netsim
 from netsim import ScenarioError
-from netsim.topology import leaf_spine
+from netsim.topology import dgx_a100, leaf_spine
+from netsim.topology._nvswitch import A100_NVSWITCH_PORT, HDR_NIC
 from netsim.workloads import (
     ComputeModel,
     ParallelLayout,
     TransformerModel,
     estimate_iteration,
+    link_rates,
     memory_per_gpu,
     optimizer_seconds,
     read_layout_table,
     training_workload,
 )
+from netsim.workloads._training import ring_channels
 
 BW = 200e9  # B/s per GPU port
 ALPHA = 3e-6  # s per ring step
@@ -136,6 +140,39 @@ def test_closed_form_estimate_matches_the_simulation(layout):
     simulated = float(run(job).makespan)
     estimate = estimate_iteration(model, layout, COMPUTE, BW)
     assert estimate == pytest.approx(simulated, rel=0.02)
+
+
+def test_ring_channels_leave_each_server_by_other_gpus():
+    ranks = ["n0/gpu0", "n0/gpu4", "n1/gpu0", "n1/gpu4"]
+    channels = ring_channels(ranks)
+    assert channels == [ranks, ["n0/gpu4", "n0/gpu0", "n1/gpu4", "n1/gpu0"]]
+    exits = {ring[(ring.index(g) + 1) % 4][:2] != g[:2] and g for ring in channels for g in ring}
+    assert exits - {False} == {"n0/gpu4", "n1/gpu4", "n0/gpu0", "n1/gpu0"}  # 4 crossings, 4 NICs
+    assert ring_channels(["gpu0", "gpu1", "gpu2"]) == [["gpu0", "gpu1", "gpu2"]]
+
+
+DGX2 = dgx_a100(2)
+PAD_DGX = netsim.Shape(items=640, hops=6, after=32, resources=128)  # one compile for the three below
+
+
+@pytest.mark.parametrize(
+    ("layout", "rates"),
+    [
+        # stage 1 on the other server; DP inside a server
+        (ParallelLayout(tp=4, pp=2, dp=2, global_batch=4), (A100_NVSWITCH_PORT, HDR_NIC, A100_NVSWITCH_PORT)),
+        # DP over 2 servers, 2 ranks on each: 2 channels by 2 NICs
+        (ParallelLayout(tp=4, dp=4), (A100_NVSWITCH_PORT, float("inf"), 2 * HDR_NIC)),
+        # TP over 2 servers: 8 channels by 8 NICs, under the GPU port
+        (ParallelLayout(tp=16, global_batch=2), (8 * HDR_NIC, float("inf"), float("inf"))),
+    ],
+)
+def test_closed_form_matches_the_simulation_across_servers(layout, rates):
+    assert tuple(link_rates(DGX2, DGX2.workers, layout)) == pytest.approx(rates, rel=1e-12)
+    model = TransformerModel(hidden=256, heads=16, layers=4, seq_len=128, vocab=1000)
+    job = training_workload(DGX2, DGX2.workers, model, layout, compute=COMPUTE)
+    simulated = float(netsim.simulate(netsim.compile_scenario(job.scenario(), shape=PAD_DGX)).makespan)
+    estimate = estimate_iteration(model, layout, COMPUTE, link_rates(DGX2, DGX2.workers, layout))
+    assert estimate == pytest.approx(simulated, rel=0.01)
 
 
 def test_korthikanti_activation_formula_and_zero_splits():
