@@ -249,7 +249,12 @@ def test_topology_names():
         "path_kind",
         "PcieRouter",
         "Transport",
-        "HostStaged",  # PCIe servers
+        "HostStaged",
+        "NcclShm",
+        "SM_HOST_GAIN",
+        "host_gain",
+        "shared_gains",
+        "with_transport",  # PCIe servers and their P2P-off transports
         "fat_tree",
         "leaf_spine",
         "rail_optimized",
