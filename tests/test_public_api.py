@@ -340,6 +340,7 @@ def test_trace_names():
         "P2PMatrix",
         "RocmMatrix",
         "RocmNuma",
+        "RbtMatrix",
         "TopoTable",
         "CsvTable",  # tables
         "read_csv",  # one commented CSV table of any file name (job traces, DeepShare's tables)
