@@ -21,6 +21,7 @@ from netsim.calibrate import (
     alpha_beta_fit,
     check_layout,
     check_transports,
+    collective_experiment,
     compare,
     experiments_from_trace,
     initial_values,
@@ -29,7 +30,7 @@ from netsim.calibrate import (
 
 import netsim
 from netsim.data import TRACES, trace_path
-from netsim.topology import base_topology, load, load_costs
+from netsim.topology import NcclShm, base_topology, load, load_costs, with_transport
 from netsim.traces import read_trace
 
 NAME = "rtx4090-8x-epyc7542"
@@ -43,6 +44,37 @@ FITTED = {
 def stats(err) -> str:
     err = np.abs(np.asarray(err)) * 100
     return f"{err.mean():5.1f} / {err.max():5.1f}"
+
+
+#: m01's all_reduce busbw at 128 MiB with the stock driver (P2P off: NCCL's SHM transport), from the blog
+#: summary quoted in the P2P-on trace's header ("14.47GB/s -> 20.64GB/s"); no other P2P-off point is public
+STOCK_128M = 14.47e9
+
+
+def p2p_off_all_reduce(spec, params, topo, staged, on) -> None:
+    """m01's all_reduce sizes with P2P off, predicted by the shipped calibration (fitted on copies and the
+    P2P-on all_reduce only): before, each ring step a flow through cudaMemcpy's host budgets
+    (`HostStaged`); now, NCCL's SHM transport (`NcclShm`, what `experiments_from_trace` builds for a
+    P2P-off table). Beside them the measured P2P-on busbw (small sizes: P2P-off runs are as fast) and,
+    at 128 MiB, the stock driver's measured P2P-off busbw."""
+    sizes = np.asarray(on.labels)
+    before = collective_experiment(spec, staged, "all_reduce", topo.gpus(), sizes, on.measured)
+    now = collective_experiment(
+        spec, with_transport(staged, NcclShm()), "all_reduce", topo.gpus(), sizes, on.measured
+    )
+    run = predict(params, [before, now])["makespan"]
+    n = len(sizes)
+    busbw = lambda t: on.factor * sizes / np.asarray(t)
+    b, a, m = busbw(run[:n]), busbw(run[n:]), busbw(on.measured)
+    print("\nm01 all_reduce x8 with P2P off, predicted by the shipped calibration (busbw GB/s)")
+    print("| size (B) | before: cudaMemcpy host budgets | now: NCCL SHM | measured, P2P on | now / P2P on |")
+    print("|---|---|---|---|---|")
+    for k, size in enumerate(sizes):
+        print(f"| {int(size)} | {b[k] / 1e9:.2f} | {a[k] / 1e9:.2f} | {m[k] / 1e9:.2f} | {a[k] / m[k]:.2f} |")
+    for label, x in (("before", b[-1]), ("now", a[-1])):
+        print(
+            f"128 MiB, {label}: {x / 1e9:.2f} GB/s, {100 * (x / STOCK_128M - 1):+.1f} % against the stock driver's 14.47"
+        )
 
 
 def main() -> None:
@@ -85,6 +117,7 @@ def main() -> None:
                 f"| {e.name}, > 1 MiB | {split} | {stats(cal.relative_error[big])} | "
                 f"{stats(pl.relative_error[big])} | {stats(abr.relative_error[big])} |"
             )
+    p2p_off_all_reduce(spec, fitted, topo, staged, ref)
     # P2P-off physics: a 1 GiB copy gpu0 -> gpu1, plain and calibrated
     for label, t in (("plain", plain_off), ("calibrated", staged)):
         r = netsim.simulate(t.scenario([netsim.Flow("f", "gpu0", "gpu1", 2**30)]))

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from netsim import CostModel, ScenarioError
-from netsim.topology import Topology
+from netsim.topology import NcclShm, Topology, with_transport
 from netsim.traces import NcclTable, P2PMatrix, Trace
 
 from ._fit import FitReport, FitResult, Freeze, fit
@@ -106,7 +106,8 @@ def experiments_from_trace(
         spec: the parameters' structure (`Spec.for_topology(topo, staged=staged)`).
         topo: the machine with P2P on (copies and collectives take direct routes).
         staged: the same machine with P2P off (its transport's routes), for P2P=Disabled matrices, cells
-            the connectivity matrix marks 0, and collectives run with P2P off; None skips those.
+            the connectivity matrix marks 0, and collectives run with P2P off (over NCCL's SHM
+            transport: `netsim.topology.NcclShm`); None skips those.
         group: the nccl-tests column group to fit ("out-of-place" or "in-place").
         kinds: which experiment kinds to take.
         p2p: take only P2P=Enabled (True) or P2P=Disabled (False) matrices; None takes both.
@@ -160,11 +161,9 @@ def experiments_from_trace(
                 why = "; ".join(p.split(": ", 1)[-1] for p in t.problems[:3]) or "time not positive"
                 say(f"{where}: left out {int((~keep).sum())} of {keep.size} points ({why})")
             name = f"{where} {t.op} x{len(ranks)}" + ("" if direct else " P2P off")
-            out.append(
-                collective_experiment(
-                    spec, topo if direct else staged, t.op, ranks, t.size[keep], times[keep], name=name
-                )
-            )
+            # NCCL with P2P off moves data by its SHM transport, not by cudaMemcpy's bounce
+            fabric = topo if direct else with_transport(staged, NcclShm())
+            out.append(collective_experiment(spec, fabric, t.op, ranks, t.size[keep], times[keep], name=name))
         elif (
             isinstance(t, P2PMatrix) and t.kind in kinds and t.kind != "connectivity" and p2p in (None, t.p2p)
         ):

@@ -9,10 +9,11 @@ slowest hop), written here in closed form from the topology's links and shared r
 
 - "p2p": the slowest hop's direct route (its narrowest link).
 - "shm": the slowest hop's host route through the receiver's memory (`transport.host_route`), and each
-  GPU's host budget (`gpuN staging`), which carries its outgoing and its incoming hop: rate <= H / 2.
+  GPU's host budget H (`gpuN staging`, as cudaMemcpy's copy engines see it), which carries its outgoing
+  and its incoming hop: rate <= gain x H / 2, NCCL's kernels keeping `SM_HOST_GAIN` x what copy engines do.
 - "staged": cudaMemcpy through a pinned buffer (copy engines, NCCL_SHM_USE_CUDA_MEMCPY=1, or a stock
-  driver's "P2P" that the hardware bounces through the host): the SHM ceiling x the staging efficiency
-  (`CostModel`'s `staged_efficiency`, 0.77 on m01).
+  driver's "P2P" that the hardware bounces through the host): the host route and H / 2, times the
+  staging efficiency (`CostModel`'s `staged_efficiency`, 0.77 on m01).
 - "socket": NCCL's network transport over loopback sockets: proxy threads copy each chunk to host
   memory and send it over TCP through the host's loopback path, which all of the ring's hops share:
   the SHM ceiling, and at most `socket_bandwidth` / hops per hop (SOCKET_BANDWIDTH, see there).
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from netsim.topology import Topology
+from netsim.topology import SM_HOST_GAIN, Topology, host_gain
 
 from ._calibrate import _NO_P2P, ranks_of, refusal
 from .transport import home_memory, host_route
@@ -80,12 +81,13 @@ def transport_ceilings(
     hops = list(zip(ranks, [*ranks[1:], ranks[0]], strict=True))
     narrow = lambda t, route: min(t.link[x].bandwidth for x in route)
     p2p = min(narrow(topo, topo.route(a, b)) for a, b in hops)
-    shm = min(narrow(staged, host_route(staged, a, b, home_memory(staged, b))) for a, b in hops)
-    shm = min(shm, min(_budget(staged, g) for g in ranks) / 2)
+    links = min(narrow(staged, host_route(staged, a, b, home_memory(staged, b))) for a, b in hops)
+    host = min(_budget(staged, g) for g in ranks) / host_gain(staged) / 2  # copy engines' share each way
+    shm = min(links, SM_HOST_GAIN * host)
     return {
         "p2p": p2p,
         "shm": shm,
-        "staged": efficiency * shm,
+        "staged": efficiency * min(links, host),
         "socket": min(shm, float(socket_bandwidth) / len(hops)),
     }
 
@@ -186,8 +188,9 @@ def check_transports(
 def socket_params(spec, params, n_ranks: int, socket_bandwidth: float = SOCKET_BANDWIDTH):
     """`params` with every GPU's host budget (`gpuN staging`) at 2 x socket_bandwidth / n_ranks: a
     ring of n_ranks over the P2P-off twin then runs at the socket transport's ceiling (each GPU carries
-    its outgoing and incoming hop through host memory)."""
-    budget = np.log(2.0 * float(socket_bandwidth) / n_ranks)
+    its outgoing and incoming hop through host memory). The parameter is the copy engines' figure and
+    a P2P-off collective runs on the SHM twin (`SM_HOST_GAIN` x it), hence the division."""
+    budget = np.log(2.0 * float(socket_bandwidth) / n_ranks / SM_HOST_GAIN)
     mask = np.array([s.endswith(" staging") for s in spec.shared], bool)
     log_shared = np.where(mask, budget, np.asarray(params.log_shared))
     return dataclasses.replace(params, log_shared=log_shared)
@@ -209,8 +212,8 @@ def copy_report(
         efficiency
         * min(
             narrow(staged, host_route(staged, gpus[i], gpus[j], home_memory(staged, gpus[i]))),
-            _budget(staged, gpus[i]),
-            _budget(staged, gpus[j]),
+            _budget(staged, gpus[i]) / host_gain(staged),
+            _budget(staged, gpus[j]) / host_gain(staged),
         )
         for i, j in cells
     ]

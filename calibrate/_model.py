@@ -34,7 +34,7 @@ from netsim import (
     compile_scenario,
     kernels,
 )
-from netsim.topology import Topology, link_class, read_calibration
+from netsim.topology import Topology, link_class, read_calibration, shared_gains
 from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
 __all__ = [
@@ -211,6 +211,9 @@ class Experiment:
         n_ranks: ranks of a collective; 0 for copies.
         weight: per point loss weight (1, or 0 for points left out).
         op: nccl-tests' collective name ("all_reduce"); "" for copies.
+        shared_scale: per shared resource of the topology, its capacity over the fitted figure
+            (`netsim.topology.shared_gains`: NCCL's SHM transport gets more of a GPU's host budget than
+            the cudaMemcpy copies it is fitted on); None: 1 for every one.
     """
 
     name: str
@@ -226,10 +229,13 @@ class Experiment:
     n_ranks: int = 0
     weight: np.ndarray | None = None
     op: str = ""
+    shared_scale: np.ndarray | None = None
 
     def __post_init__(self):
         if self.weight is None:
             object.__setattr__(self, "weight", np.ones(len(self.compiled)))
+        if self.shared_scale is None:
+            object.__setattr__(self, "shared_scale", np.ones(len(self.shared_index)))
 
     @property
     def n_points(self) -> int:
@@ -246,7 +252,7 @@ class Experiment:
 
     def layout(self) -> tuple:
         """Experiments with equal layouts (resources and their meaning) can share one batch."""
-        return (tuple(self.link_class), tuple(self.shared_index))
+        return (tuple(self.link_class), tuple(self.shared_index), tuple(self.shared_scale))
 
     def relevant(self, params: Params) -> np.ndarray:
         """Mask over the flattened `params` (ravel_pytree order): the entries that can change this
@@ -324,6 +330,7 @@ def collective_experiment(
         len(ranks),
         None if weight is None else np.asarray(weight, float),
         op,
+        np.asarray(shared_gains(topo), float),
     )
 
 
@@ -390,6 +397,7 @@ def p2p_experiment(
         cls,
         shr,
         np.asarray(staged),
+        shared_scale=np.asarray(shared_gains(topo), float),
     )
 
 
@@ -404,6 +412,7 @@ class ExperimentBatch(eqx.Module):
         base: the compiled network (capacity and latency of resources no parameter sets: devices, padding).
         resource_class: R, the link class of each resource, -1 for the others.
         resource_shared: R, the shared-resource index of each resource, -1 for the others.
+        resource_scale: R, a shared resource's capacity over its fitted figure (1 for the others).
         flow: B x N, True for the items that are flows.
         collective, staged: B, 1.0 for collective points / host-staged copies.
         measured, weight: B, measured time (s) and loss weight.
@@ -413,6 +422,7 @@ class ExperimentBatch(eqx.Module):
     base: kernels.Network
     resource_class: Int[Array, " R"]
     resource_shared: Int[Array, " R"]
+    resource_scale: Float[Array, " R"]
     flow: Bool[Array, "B N"]
     collective: Float[Array, " B"]
     staged: Float[Array, " B"]
@@ -440,6 +450,8 @@ def lay_out(
     cls, shr = np.full(r, -1, np.int32), np.full(r, -1, np.int32)
     cls[first.link_slice] = experiments[0].link_class
     shr[first.shared_slice] = experiments[0].shared_index
+    scale = np.ones(r)
+    scale[first.shared_slice] = experiments[0].shared_scale
     flow = np.zeros((len(batch.compiled), batch.shape.items), bool)
     for k, c in enumerate(batch.compiled):
         flow[k, c.flow_slice] = True
@@ -464,6 +476,7 @@ def lay_out(
         base,
         cls,
         shr,
+        scale,
         flow,
         per(lambda e: float(e.collective)),
         per(lambda e: e.staged),
@@ -521,7 +534,9 @@ def network(params: Params, b: ExperimentBatch) -> kernels.Network:
     cls, shr = b.resource_class, b.resource_shared
     bw = jnp.exp(params.log_bandwidth)[jnp.maximum(cls, 0)]
     shared = (
-        jnp.exp(params.log_shared)[jnp.maximum(shr, 0)] if params.log_shared.shape[0] else b.base.capacity
+        jnp.exp(params.log_shared)[jnp.maximum(shr, 0)] * b.resource_scale
+        if params.log_shared.shape[0]
+        else b.base.capacity
     )
     capacity = jnp.where(cls >= 0, bw, jnp.where(shr >= 0, shared, b.base.capacity))
     latency = jnp.where(cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)], b.base.latency)

@@ -31,7 +31,10 @@ Transports (see docs/heldout.md for the measurements behind each choice):
   the two PCIe directions and, across sockets, the socket link pipeline: one flow over the host route
   through the receiver's memory, limited by its bottleneck and both GPUs' host budgets. No copy engine
   and no driver bounce are involved (NCCL_SHM_USE_CUDA_MEMCPY defaults to 0), so the staging
-  pipeline's efficiency does not apply; DRAM is written and read once per byte (`host_memory`).
+  pipeline's efficiency does not apply, and the kernels' loads and stores keep `SM_HOST_GAIN` x the
+  host budget that copy engines get (nvbandwidth's bidirectional host copies, SM against CE); DRAM is
+  written and read once per byte (`host_memory`). `netsim.topology.NcclShm` is the same transport as a
+  topology's P2P-off route, which calibration and `netsim collective --p2p off` use.
 - NVLink-bridged pairs with P2P off (NCCL_P2P_DISABLE=1, or a P2P=Disabled copy) take the host route:
   P2P over the bridge is what P2P off turns off.
 """
@@ -43,7 +46,7 @@ from collections.abc import Iterable
 
 from netsim import Flow, Scenario, ScenarioError, SharedResource
 from netsim.checks import fraction
-from netsim.topology import Topology, staging_engines
+from netsim.topology import SM_HOST_GAIN, Topology, staging_engines
 from netsim.workloads import Workload
 
 __all__ = [
@@ -191,9 +194,10 @@ def shm_scenario(
     dram: float | None = None,
 ) -> Scenario:
     """NCCL's SHM transport: every flow over the host route through the receiver's memory (pipelined:
-    one flow, limited by its bottleneck), each GPU's host-memory traffic sharing `host` bytes/s
-    (`staging_engines`; None: no such budget, links only), DRAM as in `host_memory`, plus `shared`."""
-    budgets = () if host is None else staging_engines(topo, capacity=host)
+    one flow, limited by its bottleneck), each GPU's host-memory traffic sharing `host` bytes/s as
+    cudaMemcpy's copy engines see it (`staging_engines`) times `SM_HOST_GAIN` (the kernels' loads and
+    stores keep more of it; None: no such budget, links only), DRAM as in `host_memory`, plus `shared`."""
+    budgets = () if host is None else staging_engines(topo, capacity=host * SM_HOST_GAIN)
     route = lambda f: host_route(topo, f.src, f.dst, home_memory(topo, f.dst))
     resources = (*budgets, *host_memory(topo, dram), *shared)
     return _rerouted(topo, workload, route, resources, f"{workload.name} shm")

@@ -252,7 +252,12 @@ def test_topology_names():
         "path_kind",
         "PcieRouter",
         "Transport",
-        "HostStaged",  # PCIe servers
+        "HostStaged",
+        "NcclShm",
+        "SM_HOST_GAIN",
+        "host_gain",
+        "shared_gains",
+        "with_transport",  # PCIe servers and their P2P-off transports
         "nvswitch_server",
         "dgx_a100",  # NVSwitch servers, DGX A100 clusters
         "fat_tree",
@@ -341,6 +346,7 @@ def test_trace_names():
         "P2PMatrix",
         "RocmMatrix",
         "RocmNuma",
+        "RbtMatrix",
         "TopoTable",
         "CsvTable",  # tables
         "read_csv",  # one commented CSV table of any file name (job traces, DeepShare's tables)

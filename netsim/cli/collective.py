@@ -146,7 +146,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--p2p",
         choices=("on", "off"),
-        help="direct GPU-to-GPU copies (on) or host-staged (off); default: the machine's own",
+        help="direct GPU-to-GPU copies (on) or through host memory by NCCL's SHM transport (off); "
+        "default: the machine's own",
     )
     p.add_argument(
         "--software",
@@ -206,11 +207,12 @@ def _collective(args: argparse.Namespace) -> int:
         },
     )
     from .. import studies, workloads
-    from ..topology import load
+    from ..topology import NcclShm, load
 
     sizes = studies.nccl_sizes(args.minbytes, args.maxbytes, args.stepfactor, args.stepbytes)
     costs = software_costs(args.software, args.topology)
-    topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on")
+    # NCCL with P2P off moves data by its SHM transport (no cudaMemcpy bounce)
+    topo = load(args.topology, p2p=None if args.p2p is None else args.p2p == "on", transport=NcclShm())
     topo, notes = scale_links(topo, args.scale)
     gpus = topo.gpus()
     n = len(gpus) if args.ngpus is None else args.ngpus

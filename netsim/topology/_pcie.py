@@ -87,9 +87,15 @@ class ServerPlan:
 class Transport(Protocol):
     """How a copy between two devices travels when P2P is off (the route builder of `PcieRouter`).
 
-    `HostStaged` is cudaMemcpy's bounce through host memory; NCCL's host-memory (SHM) transport may
-    differ, and plugs in here: `build_server(plan, p2p=False, transport=...)`.
+    `HostStaged` is cudaMemcpy's bounce through host memory, `NcclShm` NCCL's host-memory (SHM)
+    transport: `build_server(plan, p2p=False, transport=...)`, `load(name, p2p=False, transport=...)`.
+
+    Attributes:
+        host_gain: the share of each GPU's host-memory budget (`staging_engines`, fitted on cudaMemcpy
+            copies) that this transport's traffic gets, relative to cudaMemcpy's copy engines.
     """
+
+    host_gain: float
 
     def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
         """Link ids of the copy from device src to device dst (NVLink-bridged or not)."""
@@ -98,10 +104,45 @@ class Transport(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class HostStaged:
-    """The copy lands in the DRAM of the source's NUMA node and is read back out (cudaMemcpy without P2P)."""
+    """The copy lands in the DRAM of the source's NUMA node and is read back out (cudaMemcpy without P2P).
+
+    The driver bounces each chunk through a pinned buffer with the copy engines: a device-to-host copy on
+    the source GPU, then a host-to-device copy on the destination (host_gain 1: the host budgets are
+    fitted on these copies)."""
+
+    host_gain: float = 1.0
 
     def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
         mem = router.home[src]
+        return transit_route(topo, src, mem, TRANSIT) + transit_route(topo, mem, dst, TRANSIT)
+
+
+#: nvbandwidth's bidirectional host tests run a host-to-device and a device-to-host copy on one GPU at
+#: once, with copy engines (two cuMemcpyAsync streams) or with one SM kernel whose alternate warps copy
+#: in alternate directions (NVIDIA/nvbandwidth README, "Bidirectional Host <-> Device Bandwidth Tests").
+#: A public nvbandwidth v0.9 log of an RTX 5060 Ti at PCIe 5.0 x8 on Linux, four runs: the copy engines
+#: keep the device-to-host half (26.7-26.8 GB/s) and starve the host-to-device half (17.9-18.0); the SM
+#: kernel splits the two evenly (22.0-22.5 each), the same total. A ring step reads host memory as fast
+#: as it writes it, so the read half binds, and SM kernels read 1.22-1.24 x what copy engines do.
+#: (A Windows laptop RTX 3050 log shows SM copies slower than copy engines; NCCL does not run there.)
+SM_HOST_GAIN = 1.23
+
+
+@dataclasses.dataclass(frozen=True)
+class NcclShm:
+    """NCCL's SHM transport (what NCCL uses between GPUs of one machine with P2P off, NCCL_P2P_DISABLE=1).
+
+    NCCL's src/transport/shm.cc: the FIFO of NCCL_STEPS slots lives in pinned host memory on the
+    receiver's side (NCCL_SHM_LOCALITY defaults to the receiver), the sender's kernel stores into it
+    and the receiver's kernel loads from it (NCCL_SHM_USE_CUDA_MEMCPY defaults to 0: no copy engine, no
+    driver bounce), slot by slot, so the two halves pipeline as one flow through the receiver's DRAM.
+    SM loads and stores share a GPU's host budget more evenly than copy engines do: `SM_HOST_GAIN`.
+    """
+
+    host_gain: float = SM_HOST_GAIN
+
+    def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
+        mem = router.home[dst]
         return transit_route(topo, src, mem, TRANSIT) + transit_route(topo, mem, dst, TRANSIT)
 
 
@@ -276,7 +317,8 @@ def staging_engines(
     Reads and writes of host memory share it, in any transport (cudaMemcpy's staging, NCCL's SHM
     buffers): the resource is crossed by flows through the GPU's PCIe links that also cross a memory
     link. Direct (P2P) copies never cross it. It holds `share` times the GPU's fastest PCIe link, or
-    `capacity` bytes/s when given (calibration fits it in absolute terms).
+    `capacity` bytes/s when given (calibration fits it in absolute terms), as cudaMemcpy's copy engines
+    see it, times the P2P-off transport's `host_gain` (`host_gain`: 1 but for `NcclShm`).
     """
     memory = tuple(x.id for x in topo.links if link_class(topo, x.id) == "memory")
     if not memory:
@@ -286,8 +328,39 @@ def staging_engines(
         own = [x for x in topo.links if gpu in (x.src, x.dst) and link_class(topo, x.id) != "nvlink"]
         if own:
             budget = share * max(x.bandwidth for x in own) if capacity is None else float(capacity)
+            budget *= host_gain(topo)
             out.append(SharedResource(f"{gpu} staging", budget, tuple(x.id for x in own), memory))
     return tuple(out)
+
+
+def host_gain(topo: Topology) -> float:
+    """How much of each GPU's host budget (as fitted on cudaMemcpy copies) device-to-device traffic gets
+    on `topo`: its P2P-off transport's `host_gain`; 1 with P2P on or off a PCIe server."""
+    router = topo.router
+    if not isinstance(router, PcieRouter) or router.p2p:
+        return 1.0
+    return float(getattr(router.transport, "host_gain", 1.0))
+
+
+def shared_gains(topo: Topology) -> tuple[float, ...]:
+    """Per shared resource of `topo`, the factor between its capacity and the figure a calibration fits
+    for it: `host_gain(topo)` for the per-GPU host budgets ("gpu0 staging"), 1 for the others."""
+    gain = host_gain(topo)
+    return tuple(gain if r.id.endswith(" staging") else 1.0 for r in topo.shared)
+
+
+def with_transport(topo: Topology, transport: Transport) -> Topology:
+    """`topo` (a PCIe server) with P2P-off copies by `transport`: its routes, and its host budgets
+    rescaled from the old transport's `host_gain` to the new one's."""
+    if not isinstance(topo.router, PcieRouter):
+        raise ScenarioError(f"with_transport: {topo.name!r} is not a PCIe server")
+    old = shared_gains(topo)
+    out = dataclasses.replace(topo, router=dataclasses.replace(topo.router, transport=transport))
+    shared = tuple(
+        dataclasses.replace(r, capacity=r.capacity * new / was)
+        for r, was, new in zip(topo.shared, old, shared_gains(out), strict=True)
+    )
+    return dataclasses.replace(out, shared=shared)
 
 
 def pcie_shared(topo: Topology) -> tuple[SharedResource, ...]:

@@ -21,7 +21,7 @@ from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
 from ._nvswitch import DGX_A100_GPUS, dgx_a100
-from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared
+from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared, shared_gains
 from ._topology import Topology, link_class
 
 if TYPE_CHECKING:
@@ -422,11 +422,14 @@ def from_calibration(
     missing = [r.id for r in topo.shared if r.id not in capacity]
     if missing:
         raise ScenarioError(f"{where}: shared: no capacity for {missing[:3]}")
+    # fitted figures are as cudaMemcpy's copy engines see the host budgets; another transport's traffic
+    # gets its own share of them (`shared_gains`)
     shared = tuple(
         dataclasses.replace(
-            r, capacity=quantity(capacity[r.id], "bandwidth", f"{where}: shared.{r.id}", positive=True)
+            r,
+            capacity=gain * quantity(capacity[r.id], "bandwidth", f"{where}: shared.{r.id}", positive=True),
         )
-        for r in topo.shared
+        for r, gain in zip(topo.shared, shared_gains(topo), strict=True)
     )
     costs = None
     if "regimes" in values:  # the fitted software costs: staged copies on this topology pay them

@@ -1,6 +1,6 @@
 """Readers for measured traces: nccl-tests (and rccl-tests) tables, CUDA p2pBandwidthLatencyTest matrices,
-`nvidia-smi topo -m` and `rocm-smi --showtopo/--shownodesbw` output and commented CSV files, as they
-appear in logs, READMEs and notes.
+`nvidia-smi topo -m`, `rocm-smi --showtopo/--shownodesbw` and `rocm_bandwidth_test` output and commented
+CSV files, as they appear in logs, READMEs and notes.
 
     trace = netsim.traces.read_trace("m01_..._allreduce_p2p_on.txt")   # every known table in the file
     (table,) = trace.nccl("all_reduce")
@@ -14,7 +14,7 @@ is never read in part. Rows that read but cannot be trusted are kept and marked 
 `NcclTable.problems`); lines skipped inside a table are said in `NcclTable.notes`. See
 docs/calibration.md ("Traces").
 
-One module per format (`_nccl`, `_p2p`, `_nvsmi`, `_rocm`, `_csv`) over one reader core (`_core`);
+One module per format (`_nccl`, `_p2p`, `_nvsmi`, `_rocm`, `_rbt`, `_csv`) over one reader core (`_core`);
 `_nvsmi` is also the parser `netsim.topology` builds PCIe servers from.
 """
 
@@ -29,6 +29,7 @@ from ._nvsmi import TopoMatrix as TopoMatrix
 from ._nvsmi import TopoTable as TopoTable
 from ._nvsmi import parse_nvidia_smi_topo as parse_nvidia_smi_topo
 from ._p2p import P2PMatrix as P2PMatrix
+from ._rbt import RbtMatrix as RbtMatrix
 from ._rocm import RocmMatrix as RocmMatrix
 from ._rocm import RocmNuma as RocmNuma
 from ._trace import Trace as Trace

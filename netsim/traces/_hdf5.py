@@ -21,11 +21,14 @@ from ._csv import CsvTable
 from ._nccl import NcclDevice, NcclTable
 from ._nvsmi import TopoTable
 from ._p2p import P2PMatrix
+from ._rbt import RbtMatrix
 from ._rocm import RocmMatrix, RocmNuma
 from ._trace import Trace, check_trace
 
 FORMAT = "netsim.trace/1"
-_TYPES = {cls.__name__: cls for cls in (NcclTable, P2PMatrix, TopoTable, RocmMatrix, RocmNuma, CsvTable)}
+_TYPES = {
+    cls.__name__: cls for cls in (NcclTable, P2PMatrix, TopoTable, RocmMatrix, RocmNuma, RbtMatrix, CsvTable)
+}
 _NONE = "__none__"  # P2PMatrix.p2p is None for the connectivity matrix; HDF5 attributes have no None
 
 

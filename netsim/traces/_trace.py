@@ -8,15 +8,16 @@ import re
 
 from .._checks import read_text
 from .._errors import ScenarioError
-from . import _nccl, _nvsmi, _p2p, _rocm
+from . import _nccl, _nvsmi, _p2p, _rbt, _rocm
 from ._core import Lines, TraceError, comment
 from ._csv import CsvTable, parse_csv
 from ._nccl import NcclTable
 from ._nvsmi import TopoTable
 from ._p2p import P2PMatrix
+from ._rbt import RbtMatrix
 from ._rocm import RocmMatrix, RocmNuma
 
-Table = NcclTable | P2PMatrix | TopoTable | RocmMatrix | RocmNuma | CsvTable
+Table = NcclTable | P2PMatrix | TopoTable | RocmMatrix | RocmNuma | RbtMatrix | CsvTable
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -66,6 +67,10 @@ class Trace:
         """The rocm-smi matrices, optionally only those of `kind` ("weight", "bandwidth", ...)."""
         return tuple(t for t in self.tables if isinstance(t, RocmMatrix) and kind in (None, t.kind))
 
+    def rbt(self, kind: str | None = None) -> tuple[RbtMatrix, ...]:
+        """The rocm_bandwidth_test matrices, optionally only those of `kind` ("unidirectional", ...)."""
+        return tuple(t for t in self.tables if isinstance(t, RbtMatrix) and kind in (None, t.kind))
+
 
 def read_trace(path: str | os.PathLike) -> Trace:
     """Reads every known table in the file at `path` (UTF-8, UTF-16 or UTF-32 text; a .h5 or .hdf5 file
@@ -105,7 +110,8 @@ def read_trace(path: str | os.PathLike) -> Trace:
         )
         src.fail(
             max(len(src.lines) - 1, 0),
-            "no known table (nccl-tests, p2pBandwidthLatencyTest, nvidia-smi topo -m, rocm-smi or CSV) "
+            "no known table (nccl-tests, p2pBandwidthLatencyTest, nvidia-smi topo -m, rocm-smi, "
+            "rocm_bandwidth_test or CSV) "
             f"in this file{nul}",
         )
     trace = Trace(name, _header(src), _machine(src), tuple(tables))
@@ -145,6 +151,16 @@ def _table_at(src: Lines, i: int, since: int) -> tuple[list[Table], int] | None:
             return [table], j
         return None
     text = line.strip()
+    m = _rbt.TITLE.match(text)
+    if m:
+        return _rbt.read_rbt(src, i, text)
+    if _rbt.PLUGIN.match(text):
+        src.fail(
+            i,
+            f"rocm_bandwidth_test's plugin table layout ({text[:60]!r}: 'SRC\\DST' rows with ->, <-, <->) "
+            "is not read by netsim; the classic output (rocm-bandwidth-test with no arguments: "
+            "'Unidirectional copy peak bandwidth GB/s' over a 'D/D 0 1 ...' matrix) is",
+        )
     if _p2p.CONNECTIVITY_TITLE.match(text):
         return _p2p.read_connectivity(src, i)
     m = _p2p.TITLE.match(text)

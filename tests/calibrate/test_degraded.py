@@ -7,7 +7,7 @@ from netsim.calibrate import SOCKET_BANDWIDTH, check_transports, copy_report, tr
 
 from netsim.cli import main
 from netsim.data import trace_path
-from netsim.topology import load, pcie_server
+from netsim.topology import SM_HOST_GAIN, NcclShm, load, pcie_server, with_transport
 from netsim.traces import read_trace
 
 M05 = "m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt"
@@ -15,14 +15,16 @@ M05 = "m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt"
 
 def test_ceilings_in_closed_form():
     """One socket, 4 GPUs, builder figures: P2P the PCIe link; SHM half of each GPU's host budget
-    (1.07 x 25.8 GB/s: it carries the GPU's outgoing and incoming hop); staged x 0.77; socket the
-    loopback throughput over 4 hops."""
+    (1.07 x 25.8 GB/s as copy engines see it: it carries the GPU's outgoing and incoming hop) x the SM
+    kernels' gain; staged half the copy engines' budget x 0.77; socket the loopback throughput over 4
+    hops. The same ceilings whichever transport the P2P-off twin was built with."""
     on, off = pcie_server(4, sockets=1, shared=True), pcie_server(4, sockets=1, shared=True, p2p=False)
     c = transport_ceilings(on, off, on.gpus())
     assert c["p2p"] == pytest.approx(25.8e9)
-    assert c["shm"] == pytest.approx(1.07 * 25.8e9 / 2)
-    assert c["staged"] == pytest.approx(0.77 * c["shm"])
+    assert c["shm"] == pytest.approx(SM_HOST_GAIN * 1.07 * 25.8e9 / 2)
+    assert c["staged"] == pytest.approx(0.77 * 1.07 * 25.8e9 / 2)
     assert c["socket"] == pytest.approx(SOCKET_BANDWIDTH / 4)
+    assert transport_ceilings(on, with_transport(off, NcclShm()), on.gpus()) == pytest.approx(c)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import pytest
 from netsim.calibrate import transport as T
 
 import netsim
+from netsim.topology import SM_HOST_GAIN
 from netsim.workloads import allreduce
 
 GB = 1e9
@@ -86,15 +87,16 @@ def test_staged_copy_shares_one_budget_per_gpu(topo):
 
 def test_host_budget_transfers_from_staged_copies_to_shm(topo):
     """The staging pipeline's efficiency e slows cudaMemcpy copies only; the per-GPU host budget H
-    binds every transport. One staged copy: e x PCIe (H > PCIe does not bind); a staged copy each way:
-    e x H / 2 each; the same pair exchanging through NCCL's SHM buffers: H / 2 each, no e; one SHM
-    transfer alone: PCIe. m01's one-way 19.5 and both-ways 10.5 GB/s fix e and H; SHM then follows."""
+    binds every transport, NCCL's SHM kernels at SM_HOST_GAIN x the copy engines' H. One staged copy:
+    e x PCIe (H > PCIe does not bind); a staged copy each way: e x H / 2 each; the same pair exchanging
+    through NCCL's SHM buffers: gain x H / 2 each, no e; one SHM transfer alone: PCIe. m01's one-way
+    19.5 and both-ways 10.5 GB/s fix e and H; SHM then follows."""
     e, host = 0.75, 12 * GB  # H > PCIe (10): one direction alone is never limited by it
     pair, back = [("gpu0", "gpu1")], [("gpu0", "gpu1"), ("gpu1", "gpu0")]
     staged = lambda p: T.staged_scenario(topo, T.copies(p, B), staging=host, efficiency=e)
     shm = lambda p: T.shm_scenario(topo, T.copies(p, B), host=host)
     got = makespans(staged(pair), staged(back), shm(back), shm(pair))
-    want = [B / (e * PCIE), B / (e * host / 2), B / (host / 2), B / PCIE]
+    want = [B / (e * PCIE), B / (e * host / 2), B / (SM_HOST_GAIN * host / 2), B / PCIE]
     np.testing.assert_allclose(got, want, rtol=1e-9)
     assert staged(pair).flows[0].bytes == pytest.approx(B / e)
     hops = netsim.compile_scenario(shm(pair)).hops[0]
