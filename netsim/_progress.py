@@ -272,14 +272,15 @@ _listening = False
 
 
 def _listen() -> None:
-    """Registers the JAX listeners once per process (they do nothing while no Pulse is open)."""
+    """Registers the JAX listeners once per process (they do nothing while no Pulse is open), as soon as
+    JAX's monitoring module is loaded: the pulse's thread may look while another thread imports JAX."""
     global _listening
-    if not _listening:
-        import jax
-
-        jax.monitoring.register_scalar_listener(_on_start)
-        jax.monitoring.register_event_duration_secs_listener(_on_end)
-        _listening = True
+    monitoring = sys.modules.get("jax.monitoring")
+    if _listening or not hasattr(monitoring, "register_event_duration_secs_listener"):
+        return
+    monitoring.register_scalar_listener(_on_start)
+    monitoring.register_event_duration_secs_listener(_on_end)
+    _listening = True
 
 
 class Pulse:
@@ -313,8 +314,7 @@ class Pulse:
             return self
         self.t0, _state.said = clock(), -float("inf")
         _state.pulse = self
-        if "jax" in sys.modules:
-            _listen()
+        _listen()
         self._thread = threading.Thread(target=self._run, name="netsim-pulse", daemon=True)
         self._thread.start()
         return self
@@ -333,8 +333,7 @@ class Pulse:
 
     def _run(self) -> None:
         while not self._stop.wait(self.poll):
-            if not _listening and "jax" in sys.modules:
-                _listen()  # JAX arrived after the pulse opened (the commands import it late)
+            _listen()  # JAX may arrive after the pulse opened (the commands import it late)
             self.tick()
 
     def write(self, line: str) -> None:

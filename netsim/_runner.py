@@ -27,7 +27,7 @@ from . import kernels
 from ._cache import executable
 from ._compile import Compiled, bucket
 from ._errors import ScenarioError, SimulationError, check_tolerance
-from ._progress import expect_compile
+from ._progress import doing, expect_compile
 from .kernels import Network, Program, SimState, Status, latency
 
 #: per-point outputs `run_batch` can keep: SimState fields, and "makespan" (the last finish)
@@ -361,6 +361,7 @@ def run_batch(
         return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
+    items = int(np.shape(prog.size)[-1])
     fn, shardings = _batch_function(max_events, keep, loop, tolerance, axes, devices, treedef)
     with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
         args = jax.tree.map(
@@ -368,7 +369,7 @@ def run_batch(
             (net, prog),
             shardings,
         )
-        with expect_compile("the batched engine", int(np.shape(prog.size)[-1]), width):
+        with doing(f"running {n:,} points in one batch"), expect_compile("the batched engine", items, width):
             out = fn(*args)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils

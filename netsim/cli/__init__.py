@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 
-from .._progress import Pulse, doing
+from .._progress import Pulse, doing, say
 from . import calibrate, collective, jobs, latency, predict, presets, run, sweep, train, workload
 from ._common import CPU_THREADS, MAX_CPU_THREADS, started, whole
 from ._common import check_outputs as check_outputs
@@ -78,6 +78,8 @@ def _handle(args: argparse.Namespace) -> int:
         from .._cache import enable_compilation_cache
 
         with doing("starting (importing JAX)"):
+            if "jax" not in sys.modules:  # the import holds the pulse's thread off for seconds: say it first
+                say(f"netsim {args.command}: starting (importing JAX)")
             enable_compilation_cache()  # before the first compile; imports JAX only here
     if args.command != "run":  # `run` reads its scenario first
         started()
