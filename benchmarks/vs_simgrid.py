@@ -12,7 +12,8 @@ Cases:
 Times (s, wall): netsim = host preparation (validation, layout) + device run, after a warm-up that
 pays the one-time jit compile (reported apart); SimGrid = platform construction + simulation inside
 its own process (interpreter start and import excluded). Needs SimGrid's Python bindings
-(benchmarks/install_simgrid.sh); without them, or with --no-simgrid, only netsim runs.
+(benchmarks/install_simgrid.sh), in this interpreter or the one given by --simgrid-python (or
+$SIMGRID_PYTHON); without them, or with --no-simgrid, only netsim runs.
 
     python benchmarks/vs_simgrid.py                      # everything (long on 2 cores)
     python benchmarks/vs_simgrid.py --fat-tree 1000      # a shorter scale series
@@ -23,7 +24,8 @@ its own process (interpreter start and import excluded). Needs SimGrid's Python 
 --processes times each side as a child process from start to exit (interpreter, imports, scenario
 loading, compile or the disk cache, run): `netsim run FILE.json` three times with a fresh cache folder (the
 first compiles, the other two load the compiled engine) against benchmarks/simgrid_peer.py on the same
-scenario (--no-simgrid: netsim only); `netsim sweep examples/sweep_pcie_random_bw.json`
+scenario, handed over as plain JSON (the peer's process imports nothing of netsim's; SimGrid's own time
+inside it is printed too; --no-simgrid: netsim only); `netsim sweep examples/sweep_pcie_random_bw.json`
 against SimGrid once per what-if, one process each (32 of them run and checked, the total their mean
 times the point count).
 """
@@ -33,7 +35,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import importlib.util
 import json
 import os
 import subprocess
@@ -218,14 +219,15 @@ def timed(cmd: list[str], cache: str | None = None) -> float:
     return time.perf_counter() - t0
 
 
-def simgrid_process(scenarios: list[Scenario], tmp: str) -> tuple[list[dict[str, float]], float]:
-    """(finish times, wall seconds) of benchmarks/simgrid_peer.py run on `scenarios` as its own process."""
+def simgrid_process(scenarios: list[Scenario], tmp: str) -> tuple[list[dict[str, float]], float, float]:
+    """(finish times, process wall seconds, SimGrid's own seconds inside it) of benchmarks/simgrid_peer.py
+    run on `scenarios` as its own process."""
     src, out = os.path.join(tmp, "sg_in.json"), os.path.join(tmp, "sg_out.json")
-    with open(src, "w") as f:
-        json.dump([sc.to_dict() for sc in scenarios], f)
-    wall = timed([sys.executable, os.path.join(HERE, "simgrid_peer.py"), src, out])
+    simgrid_peer.write_input(scenarios, src)  # plain JSON: the peer's process imports nothing of netsim's
+    wall = timed([simgrid_peer.PYTHON, os.path.join(HERE, "simgrid_peer.py"), src, out])
     with open(out) as f:
-        return json.load(f)["finish"], wall
+        answer = json.load(f)
+    return answer["finish"], wall, answer["wall_s"]
 
 
 def process_run(case: str, scenario: Scenario, tmp: str, use_simgrid: bool = True) -> dict:
@@ -243,10 +245,13 @@ def process_run(case: str, scenario: Scenario, tmp: str, use_simgrid: bool = Tru
     if use_simgrid:
         with open(out) as f:
             ours = {x["id"]: x["finish"] for x in json.load(f)["flows"]}
-        theirs, sg = simgrid_process([scenario], tmp)
+        theirs, sg, inner = simgrid_process([scenario], tmp)
         err = max(abs(ours[k] - v) / abs(v) for k, v in theirs[0].items())
-        row |= {"simgrid_s": sg, "ratio_warm": sg / warm, "max_rel_err": err}
-        line += f" | SimGrid process {sg:8.2f} s | {sg / warm:6.1f}x | max rel err {err:.1e}"
+        row |= {"simgrid_s": sg, "simgrid_inside_s": inner, "ratio_warm": sg / warm, "max_rel_err": err}
+        line += (
+            f" | SimGrid process {sg:8.2f} s ({inner:.3f} s inside) | {sg / warm:6.1f}x warm, "
+            f"{sg / first:.1f}x first | max rel err {err:.1e}"
+        )
     print(f"{line} | load {os.getloadavg()[0]:.1f}", flush=True)
     return row
 
@@ -281,24 +286,26 @@ def process_sweep(spec_path: str, tmp: str, singles: int) -> dict:
     t = plan.template
     run = netsim.run_batch(network, program, max_events=t.max_events, keep=("finish",))
     base = routed(sweep.scenario)
-    walls, err = [], 0.0
+    walls, inners, err = [], [], 0.0
     for p in range(min(singles, n)):
         cap, lat = np.asarray(network.capacity[p]), np.asarray(network.latency[p])
         links = tuple(
             dataclasses.replace(x, bandwidth=float(cap[i]), latency=float(lat[i]))
             for i, x in enumerate(base.links)
         )
-        finish, wall = simgrid_process([dataclasses.replace(base, links=links)], tmp)
+        finish, wall, inner = simgrid_process([dataclasses.replace(base, links=links)], tmp)
         walls.append(wall)
+        inners.append(inner)
         ours = np.asarray(run["finish"][p])[t.flow_slice]
         err = max(err, max_rel_err([f.id for f in base.flows], ours, finish[0]))
     total = float(np.mean(walls)) * n
     row = {"case": f"netsim sweep {os.path.basename(spec_path)}", "points": n, "netsim_first_s": first}
     row |= {"netsim_warm_s": warm, "simgrid_total_s": total, "simgrid_processes_run": len(walls)}
-    row |= {"ratio_warm": total / warm, "max_rel_err": err}
+    row |= {"simgrid_inside_s": float(np.mean(inners)) * n, "ratio_warm": total / warm, "max_rel_err": err}
     print(
         f"{row['case']:<34} {n} points: netsim {first:.2f} s first, {warm:.2f} s warm | SimGrid "
-        f"{np.mean(walls):.3f} s per process x {n} = {total:.1f} s ({len(walls)} run) | {total / warm:.1f}x | "
+        f"{np.mean(walls):.3f} s per process ({np.mean(inners):.3f} s inside) x {n} = {total:.1f} s ({len(walls)} "
+        f"run) | {total / warm:.1f}x warm, {row['simgrid_inside_s'] / warm:.1f}x against SimGrid's inside time | "
         f"max rel err {err:.1e} | load {os.getloadavg()[0]:.1f}",
         flush=True,
     )
@@ -364,14 +371,25 @@ def main(argv=None) -> int:
         action="store_true",
         help="whole processes: `netsim run` / `netsim sweep` against SimGrid's own process per case",
     )
+    ap.add_argument(
+        "--simgrid-python",
+        default=simgrid_peer.PYTHON,
+        help="the interpreter that runs the SimGrid peer (one that can `import simgrid`; default: "
+        "$SIMGRID_PYTHON, else this one)",
+    )
     args = ap.parse_args(argv)
+    simgrid_peer.PYTHON = args.simgrid_python
+    if not args.no_simgrid and not simgrid_peer.available():
+        print(
+            f"SimGrid is not importable by {args.simgrid_python} (benchmarks/install_simgrid.sh): netsim only",
+            file=sys.stderr,
+        )
+        args.no_simgrid = True
     if args.processes:
         return processes(args)
     if args.cpu_threads is not None:
         set_cpu_threads(args.cpu_threads)
-    use_simgrid = not args.no_simgrid and importlib.util.find_spec("simgrid") is not None
-    if not use_simgrid and not args.no_simgrid:
-        print("SimGrid is not installed (benchmarks/install_simgrid.sh): netsim times only", file=sys.stderr)
+    use_simgrid = not args.no_simgrid
     print(
         f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), {os.cpu_count()} CPUs, XLA CPU "
         f"threads: {cpu_threads_label()}",

@@ -1,12 +1,30 @@
-"""The one progress line of long work on stderr: what is done, at what rate, for how long, and what is
-left when the total is known. A dependency-free reporter shared by `simulate(progress=True)` (events)
-and sweeps (points)."""
+"""Signs of life of long work on stderr.
+
+`Progress` is the one progress line: what is done, at what rate, for how long, and what is left when the
+total is known (`simulate(progress=True)` counts events, sweeps points, `netsim jobs` jobs).
+
+`Pulse` is the command line's guarantee that a long command is never silent (`netsim.cli` opens one around
+every command): a background thread says what the process is doing whenever nothing else has spoken for a
+while, e.g. "netsim run: compiling the engine for 10,240 items, 0:00:20 of ~25 s expected". It learns the
+phase from JAX's own compile events (tracing, lowering, XLA's compile of each function) and from `doing`
+blocks in netsim, and reports each long compile's real time against the expected one (`expect_compile`:
+the last compile of that shape on this machine, else a rule of thumb). Library calls stay quiet: without
+an open Pulse, none of this prints anything.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import math
+import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from typing import TextIO
+
+clock = time.perf_counter  # the one clock of this module (tests replace it)
 
 
 def _clock(seconds: float) -> str:
@@ -16,7 +34,8 @@ def _clock(seconds: float) -> str:
 
 class Progress:
     """Counts `unit`s done; redraws one line in a terminal, elsewhere (logs, CI) prints a line at most
-    every `every` s. Nothing shows before `after` s, so short work stays quiet.
+    every `every` s. Nothing shows before `after` s, so short work stays quiet. While a Pulse is open the
+    open bar is what it shows between updates (with the current phase: "compiling ...").
 
     total: the count at completion, for the percentage and the ETA; None when unknown.
     done: the count already done when this run starts (a resumed sweep); the rate counts only new ones.
@@ -39,14 +58,16 @@ class Progress:
         self.stream = sys.stderr if stream is None else stream
         self.enabled = enabled
         self.after, self.every = after, every
-        self.t0 = time.perf_counter()
+        self.t0 = clock()
         self.last_print = -float("inf")
         self.tty = enabled and getattr(self.stream, "isatty", lambda: False)()
         self.drawn = False
+        if enabled and _state.pulse is not None:
+            _state.bars.append(self)
 
     def line(self, detail: str = "") -> str:
         """E.g. "sweep: 50/100 points (50.0%), 15.0 points/s, elapsed 0:00:02, ETA 0:00:03"."""
-        elapsed = time.perf_counter() - self.t0
+        elapsed = clock() - self.t0
         rate = (self.done - self.start_done) / elapsed if elapsed > 0 else 0.0
         if self.total is None:
             parts = [f"{self.label}: {self.done} {self.unit}"]
@@ -61,22 +82,295 @@ class Progress:
     def update(self, n: int, detail: str = "") -> None:
         """Counts n more done; `detail` ends the line."""
         self.done += n
-        now = time.perf_counter()
+        now = clock()
         if not self.enabled or now - self.t0 < self.after:
             return
         finished = self.total is not None and self.done >= self.total
+        if self.tty or now - self.last_print >= self.every or finished:
+            self.show(detail)
+
+    def show(self, detail: str = "") -> None:
+        """Writes the line now (redrawn in a terminal)."""
         if self.tty:
             self.stream.write("\r" + self.line(detail) + "\033[K")
-        elif now - self.last_print >= self.every or finished:
-            self.stream.write(self.line(detail) + "\n")
-            self.last_print = now
         else:
-            return
+            self.stream.write(self.line(detail) + "\n")
         self.stream.flush()
+        self.last_print = _state.said = clock()
         self.drawn = True
 
     def close(self) -> None:
-        """Ends a redrawn line."""
+        """Ends a redrawn line; the Pulse no longer shows this bar."""
         if self.tty and self.drawn:
             self.stream.write("\n")
             self.stream.flush()
+        if self in _state.bars:
+            _state.bars.remove(self)
+
+
+# --- the command line's pulse ----------------------------------------------------------------------------
+
+#: JAX's compile phases, by the event JAX records at their start (a scalar: the start time) and end (a duration)
+_PHASES = {
+    "/jax/core/compile/jaxpr_trace_duration": "tracing",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lowering",
+    "/jax/core/compile/backend_compile_duration": "compiling",
+}
+#: compiles shorter than this (s) pass unannounced: most are JAX's small helpers, or cache hits
+ANNOUNCE_AFTER = 1.0
+
+
+class _State:
+    """What the pulse reads: open bars, the phases under way (innermost last), the last time anything was
+    said, the open pulse (None: library use, silent) and the expected compile of the engine, if any."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.bars: list[Progress] = []
+        self.phases: list[_Phase] = []
+        self.said = -float("inf")
+        self.pulse: Pulse | None = None
+        self.expected: tuple[str, str, float, str] | None = None  # (what, history key, seconds, source)
+
+
+class _Phase:
+    def __init__(self, what: str, key: tuple[str, str] | None = None):
+        self.what, self.key, self.since = what, key, clock()
+        self.expected: tuple[str, str, float, str] | None = None
+        self.announced = False
+
+
+_state = _State()
+
+
+@contextlib.contextmanager
+def doing(what: str) -> Iterator[None]:
+    """Names what the process does inside the block, for the pulse ("reading the scenario")."""
+    phase = _Phase(what)
+    with _state.lock:
+        _state.phases.append(phase)
+    try:
+        yield
+    finally:
+        with _state.lock:
+            if phase in _state.phases:
+                _state.phases.remove(phase)
+
+
+def say(line: str) -> None:
+    """Writes `line` on stderr while a Pulse is open (a command line), else nothing."""
+    pulse = _state.pulse
+    if pulse is not None:
+        pulse.write(line)
+
+
+# --- expected compile times ---------------------------------------------------------------------------------
+
+#: rule of thumb for the engine's compile when no compile of the shape was seen here: RULE_BASE_S up to
+#: 128 padded items, then RULE_OCTAVE_S more per doubling (measured on 2 busy cores: 4.1 s at 112 items,
+#: 25 s at 1024, 34 s at 4096; benchmarks/RESULTS.md, "Progress and start-up")
+RULE_BASE_S, RULE_OCTAVE_S = 4.0, 5.0
+_HISTORY_FILE = "compile_times.json"
+_history: dict[str, float] | None = None
+
+
+def _history_path() -> str | None:
+    from . import _cache
+
+    return None if _cache._folder is None else os.path.join(_cache._folder, _HISTORY_FILE)
+
+
+def _load_history() -> dict[str, float]:
+    global _history
+    if _history is None:
+        _history = {}
+        path = _history_path()
+        if path is not None and os.path.exists(path):
+            try:
+                with open(path) as f:
+                    _history = {str(k): float(v) for k, v in json.load(f).items()}
+            except (OSError, ValueError, TypeError, AttributeError):  # unreadable: estimate afresh
+                _history = {}
+    return _history
+
+
+def _record(key: str, seconds: float) -> None:
+    history = _load_history()
+    history[key] = round(seconds, 2)
+    path = _history_path()
+    if path is not None:
+        from ._checks import write_atomic
+
+        with contextlib.suppress(OSError):
+            write_atomic(path, json.dumps(history, indent=0, sort_keys=True).encode())
+
+
+def expected_compile(what: str, items: int, batch: int = 1) -> tuple[str, float, str]:
+    """(history key, expected seconds, where the figure comes from) of compiling `what` for this shape."""
+    key = f"{what}|{items}|{batch}"
+    history = _load_history() if _state.pulse is not None else {}
+    if key in history:
+        return key, history[key], "its last compile here"
+    rule = RULE_BASE_S + RULE_OCTAVE_S * max(0.0, math.log2(items / 128))
+    return key, rule, f"estimate for {items:,} items"
+
+
+@contextlib.contextmanager
+def expect_compile(what: str, items: int, batch: int = 1) -> Iterator[None]:
+    """Inside the block, an XLA compile is `what` for this shape (e.g. "the engine", 10240 items): the
+    pulse announces it with the expected time and reports the real one. Costs nothing without a Pulse."""
+    if _state.pulse is None:
+        yield
+        return
+    key, seconds, source = expected_compile(what, items, batch)
+    shape = f"{items:,} items" + (f" x {batch:,} points" if batch > 1 else "")
+    previous, _state.expected = _state.expected, (f"{what} for {shape}", key, seconds, source)
+    try:
+        yield
+    finally:
+        _state.expected = previous
+
+
+def _on_start(event: str, value: float, **kwargs) -> None:
+    verb = _PHASES.get(event)
+    if verb is None or _state.pulse is None:
+        return
+    name = str(kwargs.get("fun_name", "a function"))
+    phase = _Phase(f"{verb} {name} (JAX)", (event, name))
+    if _state.expected is not None:
+        phase.what = f"{verb} {_state.expected[0]}"
+        if verb == "compiling":
+            # JAX's small helpers may compile first, inside the same block: the expectation stays until
+            # a compile long enough to be the one expected has ended
+            phase.expected = _state.expected
+    with _state.lock:
+        _state.phases.append(phase)
+
+
+def _on_end(event: str, duration: float, **kwargs) -> None:
+    if event not in _PHASES or _state.pulse is None:
+        return
+    key = (event, str(kwargs.get("fun_name", "a function")))
+    with _state.lock:
+        ended = next((p for p in reversed(_state.phases) if p.key == key), None)
+        if ended is None:
+            return
+        _state.phases.remove(ended)
+    if ended.expected is not None and duration >= ANNOUNCE_AFTER:
+        what, history, seconds, source = ended.expected
+        say(
+            f"{_state.pulse.label}: compiled {what} in {duration:.1f} s (expected ~{seconds:.0f} s: {source})"
+        )
+        _record(history, duration)
+        if _state.expected is ended.expected:
+            _state.expected = None
+    elif ended.announced:
+        say(f"{_state.pulse.label}: {ended.what.replace('compiling', 'compiled', 1)} in {duration:.1f} s")
+
+
+_listening = False
+
+
+def _listen() -> None:
+    """Registers the JAX listeners once per process (they do nothing while no Pulse is open), as soon as
+    JAX's monitoring module is loaded: the pulse's thread may look while another thread imports JAX."""
+    global _listening
+    monitoring = sys.modules.get("jax.monitoring")
+    if _listening or not hasattr(monitoring, "register_event_duration_secs_listener"):
+        return
+    monitoring.register_scalar_listener(_on_start)
+    monitoring.register_event_duration_secs_listener(_on_end)
+    _listening = True
+
+
+class Pulse:
+    """While open, a daemon thread writes a line on stderr whenever nothing has been said for `every` s
+    (the first after `first` s): the open progress bar with the current phase, or the phase and how long
+    it has run. A compile still running after ANNOUNCE_AFTER s is announced at once, with its expected time.
+
+    label: starts every line ("netsim run"). enabled: False opens nothing (--quiet).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        enabled: bool = True,
+        stream: TextIO | None = None,
+        first: float = 1.5,
+        every: float = 10.0,
+        poll: float = 0.25,
+    ):
+        self.label, self.enabled = label, enabled
+        self.stream = sys.stderr if stream is None else stream
+        self.first, self.every, self.poll = first, every, poll
+        self.t0 = clock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> Pulse:
+        if not self.enabled or _state.pulse is not None:  # one pulse per process: the outer one speaks
+            self.enabled = False
+            return self
+        self.t0, _state.said = clock(), -float("inf")
+        _state.pulse = self
+        _listen()
+        self._thread = threading.Thread(target=self._run, name="netsim-pulse", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if not self.enabled:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with _state.lock:
+            _state.pulse = None
+            _state.phases.clear()
+            _state.bars.clear()
+            _state.expected = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll):
+            _listen()  # JAX may arrive after the pulse opened (the commands import it late)
+            self.tick()
+
+    def write(self, line: str) -> None:
+        bar = next((b for b in reversed(_state.bars) if b.tty and b.drawn), None)
+        self.stream.write(("\n" if bar is not None else "") + line + "\n")
+        self.stream.flush()
+        if bar is not None:
+            bar.drawn = False  # its line was ended
+        _state.said = clock()
+
+    def tick(self) -> None:
+        """One look: announce a long compile, or fill a silence (the thread calls this every `poll` s)."""
+        now = clock()
+        with _state.lock:
+            phase = _state.phases[-1] if _state.phases else None
+        if phase is not None and phase.expected is not None and not phase.announced:
+            if now - phase.since >= ANNOUNCE_AFTER:
+                phase.announced = True
+                _, _, seconds, source = phase.expected
+                self.write(f"{self.label}: {phase.what} (expected ~{seconds:.0f} s: {source})")
+            return
+        quiet = now - max(_state.said, self.t0)
+        if quiet < (self.first if _state.said < self.t0 else self.every):
+            return
+        if phase is not None and phase.key is not None and phase.key[0].endswith("backend_compile_duration"):
+            phase.announced = True  # a compile long enough to be shown: its end is reported too
+        bar = _state.bars[-1] if _state.bars else None
+        if bar is not None:
+            detail = "" if phase is None else f"{phase.what} for {_clock(now - phase.since)}"
+            if phase is not None and phase.expected is not None:
+                detail += f" of ~{phase.expected[2]:.0f} s expected"
+            bar.show(detail)
+            return
+        if phase is None:
+            self.write(f"{self.label}: working, elapsed {_clock(now - self.t0)}")
+            return
+        line = f"{self.label}: {phase.what}, {_clock(now - phase.since)}"
+        if phase.expected is not None:
+            line += f" of ~{phase.expected[2]:.0f} s expected"
+        self.write(f"{line}, elapsed {_clock(now - self.t0)}")

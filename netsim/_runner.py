@@ -27,6 +27,7 @@ from . import kernels
 from ._cache import executable
 from ._compile import Compiled, bucket
 from ._errors import ScenarioError, SimulationError, check_tolerance
+from ._progress import doing, expect_compile
 from .kernels import Network, Program, SimState, Status, latency
 
 #: per-point outputs `run_batch` can keep: SimState fields, and "makespan" (the last finish)
@@ -240,7 +241,8 @@ def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: fl
     network, program = compiled.network, compiled.program
     options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
     args = (network, program)
-    return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
+    with expect_compile("the engine", compiled.shape.items):
+        return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
 
 
 def start_state(compiled: Compiled, record: int) -> SimState:
@@ -259,7 +261,8 @@ def resume(
     # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
     options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
     args = (compiled.network, compiled.program, state, until)
-    return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
+    with expect_compile("the engine", compiled.shape.items):
+        return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
 
 # --- host entries: a batch ------------------------------------------------------------------------------
@@ -358,6 +361,7 @@ def run_batch(
         return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
+    items = int(np.shape(prog.size)[-1])
     fn, shardings = _batch_function(max_events, keep, loop, tolerance, axes, devices, treedef)
     with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
         args = jax.tree.map(
@@ -365,7 +369,8 @@ def run_batch(
             (net, prog),
             shardings,
         )
-        out = fn(*args)
+        with doing(f"running {n:,} points in one batch"), expect_compile("the batched engine", items, width):
+            out = fn(*args)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
 

@@ -10,7 +10,7 @@ import numpy as np
 from . import kernels
 from ._compile import Compiled, compile_scenario
 from ._errors import check_status, check_tolerance
-from ._progress import Progress
+from ._progress import Progress, _clock
 from ._result import Result
 from ._runner import check_result, resume, run_compiled, start_state
 from ._scenario import Scenario
@@ -31,6 +31,7 @@ def _run_reporting(compiled: Compiled, bound: int, record: int, tolerance: float
     items = compiled.n_flows + compiled.n_tasks
     bar = Progress("netsim", "events", after=PROGRESS_AFTER, every=PROGRESS_EVERY)
     state, size = start_state(compiled, record), FIRST_SLICE
+    began = None  # when the first slice ended (the compile is behind): the ETA's clock
     try:
         while True:
             t0 = time.perf_counter()
@@ -42,10 +43,14 @@ def _run_reporting(compiled: Compiled, bound: int, record: int, tolerance: float
             took = time.perf_counter() - t0
             size = max(64, int(size * min(4.0, SLICE_SECONDS / max(took, 1e-3))))
             simulated = format_quantity(float(state.time), "time")
-            bar.update(
-                events - bar.done,
-                f"simulated time {simulated}, {int(np.sum(done[:items]))} of {items} items done",
-            )
+            finished = int(np.sum(done[:items]))
+            detail = f"simulated time {simulated}, {finished} of {items} items done"
+            if began is None:
+                began, first_done = time.perf_counter(), finished
+            elif finished > first_done:  # items finish at a roughly steady pace in most runs: a rough ETA
+                pace = (time.perf_counter() - began) / (finished - first_done)
+                detail += f", ETA ~{_clock(pace * (items - finished))} by items"
+            bar.update(events - bar.done, detail)
     finally:
         bar.close()
 

@@ -141,6 +141,16 @@ def test_every_layer_imports_only_the_layers_below_it():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_simgrid_peer_imports_only_the_standard_library_and_simgrid():
+    """SimGrid's side of the benchmarks is timed as a process of its own: it reads the scenario as plain
+    JSON and must not pay netsim's (and JAX's) start-up."""
+    path = "benchmarks/simgrid_peer.py"
+    found = {module.split(".")[0] for module, _ in imports(path, "")}
+    assert "simgrid" in found, f"{path} no longer imports simgrid: the test would not notice a move"
+    wrong = sorted(found - set(sys.stdlib_module_names) - {"__future__", "simgrid"})
+    assert not wrong, f"{path} imports {wrong}: the peer's process must import nothing of netsim's"
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 

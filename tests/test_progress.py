@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 import netsim
-from netsim import Link, Scenario, Task, _simulate
+from netsim import Link, Scenario, Task, _progress, _simulate
 from netsim._progress import Progress
 
 
@@ -50,3 +50,125 @@ def test_progress_is_quiet_before_after_and_between_lines():
         bar.update(1)
     lines = stream.getvalue().splitlines()  # the first line, then none for 60 s, except the last one
     assert [x.split(",")[0] for x in lines] == ["sweep: 1/3 points (33.3%)", "sweep: 3/3 points (100.0%)"]
+
+
+# --- the command line's pulse: a fake clock and direct ticks (no sleeps, no thread) ------------------------
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pulse(monkeypatch) -> tuple[FakeClock, io.StringIO, _progress.Pulse]:
+    fake = FakeClock()
+    monkeypatch.setattr(_progress, "clock", fake)
+    monkeypatch.setattr(_progress, "_history", {})  # no compile seen yet, and nothing read from disk
+    stream = io.StringIO()
+    return fake, stream, _progress.Pulse("netsim run", stream=stream, poll=3600.0)  # the test ticks
+
+
+def test_pulse_speaks_within_2_s_then_every_10_s_and_never_twice_in_a_silence(monkeypatch):
+    fake, stream, p = pulse(monkeypatch)
+    with p, _progress.doing("reading s.json"):
+        fake.now += 1.4
+        p.tick()
+        assert stream.getvalue() == ""  # quick commands stay quiet
+        fake.now += 0.2
+        p.tick()
+        assert stream.getvalue() == "netsim run: reading s.json, 0:00:02, elapsed 0:00:02\n"
+        fake.now += 9.0
+        p.tick()
+        assert stream.getvalue().count("\n") == 1
+        _progress.say("netsim run: something else said")  # a line of the command's own resets the silence
+        fake.now += 9.0
+        p.tick()
+        assert stream.getvalue().count("\n") == 2
+        fake.now += 1.0
+        p.tick()
+        assert stream.getvalue().splitlines()[-1] == "netsim run: reading s.json, 0:00:21, elapsed 0:00:21"
+    _progress.say("after the pulse")  # closed: library use is silent
+    assert "after the pulse" not in stream.getvalue()
+
+
+def test_pulse_shows_the_open_bar_with_its_rate_eta_and_the_phase(monkeypatch):
+    fake, stream, p = pulse(monkeypatch)
+    with p:
+        bar = _progress.Progress("sweep", "points", 100, stream=stream, every=10.0)
+        with _progress.doing("compiling the sweep"):
+            fake.now += 2.0
+            p.tick()
+        bar.update(25)  # just shown: the bar's own line waits its 10 s
+        fake.now += 5.0
+        p.tick()  # 5 s since the last line: quiet
+        fake.now += 5.0
+        p.tick()
+        fake.now += 10.0
+        bar.update(25)  # the bar's own line, on time: the pulse stays quiet
+        p.tick()
+        bar.close()
+    first, filled, own = stream.getvalue().splitlines()
+    assert (
+        first
+        == "sweep: 0/100 points (0.0%), 0.0 points/s, elapsed 0:00:02, ETA ?, compiling the sweep for 0:00:02"
+    )
+    # 25 points in 12 s: ~2.1/s, 75 left: ETA 0:00:36
+    assert filled == "sweep: 25/100 points (25.0%), 2.1 points/s, elapsed 0:00:12, ETA 0:00:36", filled
+    assert own.startswith("sweep: 50/100 points (50.0%), 2.3 points/s, elapsed 0:00:22, ETA 0:00:22"), own
+    assert _progress._state.bars == []
+
+
+def test_a_long_compile_is_announced_with_its_expected_time_then_its_real_one(monkeypatch):
+    fake, stream, p = pulse(monkeypatch)
+    compile_event = "/jax/core/compile/backend_compile_duration"
+    expected = _progress.RULE_BASE_S + 3 * _progress.RULE_OCTAVE_S  # 1024 items: 3 doublings above 128
+    with p:
+        for run, source in enumerate(
+            (f"~{expected:.0f} s: estimate for 1,024 items", "~12 s: its last compile here")
+        ):
+            with _progress.expect_compile("the engine", 1024):
+                _progress._on_start(compile_event, fake.now, fun_name="jit(convert)")  # a helper, 0.1 s
+                fake.now += 0.1
+                _progress._on_end(compile_event, 0.1, fun_name="jit(convert)")
+                _progress._on_start(compile_event, fake.now, fun_name="jit(netsim_engine)")
+                fake.now += 0.9
+                p.tick()
+                assert stream.getvalue().count("\n") == 3 * run  # not yet: it may be a cache hit
+                fake.now += 0.2
+                p.tick()
+                assert stream.getvalue().splitlines()[-1] == (
+                    f"netsim run: compiling the engine for 1,024 items (expected {source})"
+                )
+                fake.now += 10.0
+                p.tick()
+                assert (
+                    stream.getvalue()
+                    .splitlines()[-1]
+                    .startswith("netsim run: compiling the engine for 1,024 items, 0:00:11 of ~")
+                )
+                fake.now += 0.8
+                _progress._on_end(compile_event, 12.0, fun_name="jit(netsim_engine)")
+                assert stream.getvalue().splitlines()[-1] == (
+                    f"netsim run: compiled the engine for 1,024 items in 12.0 s (expected {source})"
+                )
+    assert _progress._history == {"the engine|1024|1": 12.0}
+
+
+def test_jax_compile_events_reach_the_pulse(monkeypatch):
+    # JAX's event names are not API: this fails if a JAX upgrade renames or drops them
+    import jax
+
+    monkeypatch.setattr(_progress, "ANNOUNCE_AFTER", 0.0)
+    monkeypatch.setattr(_progress, "_history", {})
+    stream = io.StringIO()
+    with _progress.Pulse("netsim test", stream=stream, poll=3600.0) as p:
+        _progress._listen()
+        with _progress.expect_compile("a doubling", 8):
+            jax.jit(lambda x: 2 * x + p.first)(np.arange(8.0)).block_until_ready()
+    assert re.search(
+        r"compiled a doubling for 8 items in \d+\.\d s \(expected ~4 s: estimate for 8 items\)",
+        stream.getvalue(),
+    ), stream.getvalue()

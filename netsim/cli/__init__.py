@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 
+from .._progress import Pulse, doing, say
 from . import calibrate, collective, jobs, latency, predict, presets, run, sweep, train, workload
 from ._common import CPU_THREADS, MAX_CPU_THREADS, started, whole
 from ._common import check_outputs as check_outputs
@@ -66,10 +67,20 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)  # --help, --version, bad arguments: exit here, without JAX
     set_cpu_threads(cpu_threads(args.cpu_threads, args.command))  # before anything starts JAX's backend
+    # a long command is never silent: a line within 2 s, then one at least every 10 s (netsim._progress)
+    quiet = getattr(args, "quiet", False) or getattr(args, "no_progress", False)
+    with Pulse(f"netsim {args.command}", enabled=not quiet):
+        return _handle(args)
+
+
+def _handle(args: argparse.Namespace) -> int:
     if not args.no_compile_cache:
         from .._cache import enable_compilation_cache
 
-        enable_compilation_cache()  # before the first compile; imports JAX only here
+        with doing("starting (importing JAX)"):
+            if "jax" not in sys.modules:  # the import holds the pulse's thread off for seconds: say it first
+                say(f"netsim {args.command}: starting (importing JAX)")
+            enable_compilation_cache()  # before the first compile; imports JAX only here
     if args.command != "run":  # `run` reads its scenario first
         started()
     from .._errors import NetsimError

@@ -236,8 +236,7 @@ def _collective(args: argparse.Namespace) -> int:
         ranks, rows[-1][0], algorithm=algo, channels=args.channels, chunks=args.chunks, **extra
     )
     print(
-        f"netsim: simulating {args.op} on {topo.name} ({n} ranks, {len(rows)} sizes, one batched run; the first "
-        "run of a shape compiles for a few seconds)",
+        f"netsim: simulating {args.op} on {topo.name} ({n} ranks, {len(rows)} sizes, one batched run)",
         file=sys.stderr,
     )
     table = studies.collective_sweep(collective, topo, [s for s, _ in rows], costs)

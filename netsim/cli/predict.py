@@ -6,8 +6,6 @@ import argparse
 import dataclasses
 import sys
 
-import numpy as np
-
 
 def register(subparsers) -> None:
     """Adds the `predict` subcommand to an argparse subparsers object."""
@@ -53,6 +51,8 @@ def register(subparsers) -> None:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from netsim.calibrate import (
         SOCKET_BANDWIDTH,
         Params,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .._progress import doing
 from ._common import check_outputs, cpu_threads_label, started, whole
 
 
@@ -48,7 +49,8 @@ def _run(args: argparse.Namespace) -> int:
 
     import netsim
 
-    scenario = netsim.compile_scenario(netsim.Scenario.load(args.scenario))
+    with doing(f"reading {args.scenario}"):
+        scenario = netsim.compile_scenario(netsim.Scenario.load(args.scenario))
     started()
     links, flows, tasks = scenario.scenario.links, scenario.scenario.flows, scenario.scenario.tasks
     backend = jax.default_backend()
@@ -62,7 +64,8 @@ def _run(args: argparse.Namespace) -> int:
     result = netsim.simulate(scenario, max_events=args.max_events, tolerance=args.tolerance, progress=True)
     print(result.summary(top=args.top))
     if args.out:
-        result.save(args.out)
+        with doing(f"writing {args.out}"):
+            result.save(args.out)
         print(f"\nwrote {args.out}")
     if args.trace:
         from netsim.timeline import save_trace

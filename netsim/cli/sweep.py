@@ -6,8 +6,6 @@ import argparse
 import dataclasses
 import sys
 
-import numpy as np
-
 from ._common import whole
 
 
@@ -110,6 +108,8 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def summary(result) -> str:
     """Counts of finished and failed points, and the makespan's spread with the best and worst points."""
+    import numpy as np
+
     from netsim import Status
     from netsim._units import format_quantity
 
@@ -140,6 +140,8 @@ def summary(result) -> str:
 
 
 def _point_label(axis, row: int) -> str:
+    import numpy as np
+
     if axis.index is not None and axis.labels:
         return axis.labels[int(axis.index[row])]
     v = axis.value[row]
