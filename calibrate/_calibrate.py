@@ -125,10 +125,7 @@ def experiments_from_trace(
     out: list[Experiment] = []
     gpus = topo.gpus()
     no_p2p = any(_NO_P2P.search(line) for line in trace.header)
-    try:
-        connect = trace.matrix("connectivity").values > 0
-    except KeyError:
-        connect = None
+    connect = trace.connectivity()
     for t in trace.tables:
         where = f"{trace.source}:{t.line}"
         if isinstance(t, NcclTable) and "collective" in kinds:

@@ -155,10 +155,7 @@ def check_transports(
     from netsim.traces import NcclTable, P2PMatrix
 
     no_p2p = any(_NO_P2P.search(line) for line in trace.header)
-    try:
-        connect = trace.matrix("connectivity").values > 0
-    except KeyError:
-        connect = None
+    connect = trace.connectivity()
     out = []
     for t in trace.tables:
         if isinstance(t, P2PMatrix) and t.kind == "unidirectional" and t.p2p and refusal(t, topo) is None:

@@ -6,6 +6,8 @@ import dataclasses
 import os
 import re
 
+import numpy as np
+
 from .._checks import read_text
 from .._errors import ScenarioError
 from . import _nccl, _nvsmi, _p2p, _rbt, _rocm
@@ -70,6 +72,12 @@ class Trace:
     def rbt(self, kind: str | None = None) -> tuple[RbtMatrix, ...]:
         """The rocm_bandwidth_test matrices, optionally only those of `kind` ("unidirectional", ...)."""
         return tuple(t for t in self.tables if isinstance(t, RbtMatrix) and kind in (None, t.kind))
+
+    def connectivity(self) -> np.ndarray | None:
+        """[i, j] True where device i can access device j by P2P, from the file's one connectivity matrix
+        (p2pBandwidthLatencyTest's "P2P Connectivity Matrix"); None where there is not exactly one."""
+        found = self.matrices("connectivity")
+        return found[0].values > 0 if len(found) == 1 else None
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
