@@ -219,6 +219,36 @@ def test_no_private_import_across_packages():
     assert found == ALLOWED_PRIVATE, f"allowlisted but gone (remove them): {sorted(ALLOWED_PRIVATE - found)}"
 
 
+#: scripts that reach into netsim's internals on purpose: (file, private module or name)
+SCRIPT_PRIVATE = {("benchmarks/vs_simgrid.py", "netsim.sweep._sweep")}  # times the sweep's own kernel inputs
+
+
+def script_private_imports(root: Path = ROOT) -> list[tuple[str, str]]:
+    """(file, private module or name) of each private netsim import in examples/ and benchmarks/."""
+    found = []
+    for path in sorted([*(root / "examples").rglob("*.py"), *(root / "benchmarks").rglob("*.py")]):
+        relative = path.relative_to(root).as_posix()
+        for module, names in imports(relative, "", root):
+            if module.split(".")[0] == "netsim":
+                found += [(relative, what) for _, what in private_owner(module, names, root)]
+    return found
+
+
+def test_examples_and_benchmarks_import_public_names():
+    """Examples teach netsim's public API and benchmarks time it: neither imports a private module or
+    name (a public one exists for each: netsim.checks, netsim.enable_compilation_cache, ...)."""
+    found = script_private_imports()
+    wrong = [
+        f"{path} imports {what}: use a public name"
+        for path, what in found
+        if (path, what) not in SCRIPT_PRIVATE
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert set(found) >= SCRIPT_PRIVATE, (
+        f"allowlisted but gone (remove them): {sorted(SCRIPT_PRIVATE - set(found))}"
+    )
+
+
 # vmap and shard_map, however imported (jax.vmap, from jax import vmap, equinox's filter_vmap, ...)
 MAPPING = {"vmap", "pmap", "shard_map", "filter_vmap", "filter_pmap"}
 #: the one module outside kernels/ that vmaps or shards: every batch of the engine or the latency model
@@ -345,6 +375,15 @@ def test_the_checks_catch_a_bad_import(tmp_path, case):
     _write(tmp_path, CLEAN_TREE | {path: line})
     found = findings(tmp_path)
     assert len(found) == 1 and expected in found[0] and found[0].startswith(path), found
+
+
+def test_the_script_check_catches_a_private_import(tmp_path):
+    _write(tmp_path, {"examples/plot.py": "import netsim\nfrom netsim.checks import write_atomic"})
+    assert script_private_imports(tmp_path) == []
+    _write(
+        tmp_path, {"benchmarks/run.py": "def main():\n    from netsim._cache import enable_compilation_cache"}
+    )
+    assert script_private_imports(tmp_path) == [("benchmarks/run.py", "netsim._cache")]
 
 
 def test_the_mapping_check_sees_every_spelling(tmp_path):
