@@ -118,12 +118,8 @@ def layer(module: str, root: Path = ROOT) -> str | None:
     if len(parts) == 1:
         return "core"
     top = parts[1]
-    if top == "cli" or top.endswith("_cli"):
-        return "cli"
-    if top in ("kernels", "calibrate", "plots"):
-        return top
-    if (root / "netsim" / top).is_dir():
-        return top
+    if top in ("kernels", "calibrate", "plots") or (root / "netsim" / top).is_dir():
+        return top  # a subpackage (netsim/cli/ included) or one of the top modules with a row of its own
     return "core"
 
 
