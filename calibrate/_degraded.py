@@ -33,6 +33,7 @@ import numpy as np
 from netsim.topology import SM_HOST_GAIN, Topology, host_gain
 
 from ._calibrate import _NO_P2P, ranks_of, refusal
+from ._model import predict
 from .transport import home_memory, host_route
 
 __all__ = [
@@ -191,6 +192,25 @@ def socket_params(spec, params, n_ranks: int, socket_bandwidth: float = SOCKET_B
     mask = np.array([s.endswith(" staging") for s in spec.shared], bool)
     log_shared = np.where(mask, budget, np.asarray(params.log_shared))
     return dataclasses.replace(params, log_shared=log_shared)
+
+
+def predict_socket(
+    spec, params, experiments: Sequence, socket_bandwidth: float = SOCKET_BANDWIDTH, *, throw: bool = True
+):
+    """`predict` with every collective over NCCL's socket transport: each experiment under `socket_params`
+    at its own rank count (at least 2; the host budgets depend on it). One `netsim.BatchRun` over the
+    points of all experiments in order, as `predict` gives."""
+    runs = [
+        predict(socket_params(spec, params, max(e.n_ranks, 2), socket_bandwidth), [e], throw=False)
+        for e in experiments
+    ]
+    run = dataclasses.replace(
+        runs[0],
+        status=np.concatenate([r.status for r in runs]),
+        events=np.concatenate([r.events for r in runs]),
+        outputs={"makespan": np.concatenate([r["makespan"] for r in runs])},
+    )
+    return run.check(" + ".join(e.name for e in experiments)) if throw else run
 
 
 def copy_report(
