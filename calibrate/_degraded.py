@@ -32,7 +32,7 @@ import numpy as np
 
 from netsim.topology import SM_HOST_GAIN, Topology, host_gain
 
-from ._calibrate import _NO_P2P, ranks_of, refusal
+from ._calibrate import ranks_of, refusal
 from ._model import predict
 from .transport import home_memory, host_route
 
@@ -155,7 +155,6 @@ def check_transports(
     unidirectional P2P=Enabled copy matrix (`copy_report`)."""
     from netsim.traces import NcclTable, P2PMatrix
 
-    no_p2p = any(_NO_P2P.search(line) for line in trace.header)
     connect = trace.connectivity()
     out = []
     for t in trace.tables:
@@ -174,7 +173,7 @@ def check_transports(
         order = np.argsort(t.size[keep])[::-1][:3]
         plateau = float(np.median(busbw[keep][order]))
         ranks = ranks_of(t, topo)
-        direct = t.p2p if t.p2p is not None else not no_p2p
+        direct = trace.used_p2p(t)
         ceilings = transport_ceilings(topo, staged, ranks, socket_bandwidth=socket_bandwidth)
         declared = "p2p" if direct else "shm"
         degraded = plateau < DEGRADED * ceilings[declared]

@@ -20,6 +20,8 @@ from ._rbt import RbtMatrix
 from ._rocm import RocmMatrix, RocmNuma
 
 Table = NcclTable | P2PMatrix | TopoTable | RocmMatrix | RocmNuma | RbtMatrix | CsvTable
+#: header notes saying P2P did not work on the machine
+_NO_P2P = re.compile(r"P2P (?:is )?not (?:available|supported)|P2P unsupported", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,6 +80,14 @@ class Trace:
         (p2pBandwidthLatencyTest's "P2P Connectivity Matrix"); None where there is not exactly one."""
         found = self.matrices("connectivity")
         return found[0].values > 0 if len(found) == 1 else None
+
+    def used_p2p(self, table: NcclTable) -> bool:
+        """Whether a collective table's transfers went by P2P: what its command line says (`NcclTable.p2p`),
+        else yes, unless the file's header notes say P2P did not work on the machine ("P2P not
+        supported", "P2P is not available", "P2P unsupported")."""
+        if table.p2p is not None:
+            return table.p2p
+        return not any(_NO_P2P.search(line) for line in self.header)
 
 
 def read_trace(path: str | os.PathLike) -> Trace:
