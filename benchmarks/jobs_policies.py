@@ -21,7 +21,7 @@ jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
 from train_policy import train, trained_policy
 
-from netsim._cache import enable_compilation_cache
+from netsim import enable_compilation_cache
 from netsim.jobs import (
     JOB_POLICIES,
     deepshare_cluster,

@@ -22,6 +22,7 @@ from ._degraded import TRANSPORTS as TRANSPORTS
 from ._degraded import TransportReport as TransportReport
 from ._degraded import check_transports as check_transports
 from ._degraded import copy_report as copy_report
+from ._degraded import predict_socket as predict_socket
 from ._degraded import socket_params as socket_params
 from ._degraded import transport_ceilings as transport_ceilings
 from ._fit import ExperimentReport as ExperimentReport

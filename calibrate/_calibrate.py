@@ -32,8 +32,6 @@ _MODEL = re.compile(
     r"RTX ?\d{4}(?: ?Ti)?|MI\d{3}X?)\b",
     re.IGNORECASE,
 )
-#: trace notes saying P2P did not work on the machine
-_NO_P2P = re.compile(r"P2P (?:is )?not (?:available|supported)|P2P unsupported", re.IGNORECASE)
 
 
 def _models(text: str) -> set[str]:
@@ -124,11 +122,7 @@ def experiments_from_trace(
     say = notes.append if notes is not None else (lambda line: None)
     out: list[Experiment] = []
     gpus = topo.gpus()
-    no_p2p = any(_NO_P2P.search(line) for line in trace.header)
-    try:
-        connect = trace.matrix("connectivity").values > 0
-    except KeyError:
-        connect = None
+    connect = trace.connectivity()
     for t in trace.tables:
         where = f"{trace.source}:{t.line}"
         if isinstance(t, NcclTable) and "collective" in kinds:
@@ -142,7 +136,7 @@ def experiments_from_trace(
                 say(f"refused {why}")
                 continue
             ranks = ranks_of(t, topo)
-            direct = {"on": True, "off": False}.get(routes, t.p2p if t.p2p is not None else not no_p2p)
+            direct = {"on": True, "off": False}.get(routes, trace.used_p2p(t))
             if not direct and staged is None:
                 say(f"{where}: P2P off, but no P2P-off topology was given: not simulated")
                 continue

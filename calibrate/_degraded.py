@@ -32,7 +32,8 @@ import numpy as np
 
 from netsim.topology import SM_HOST_GAIN, Topology, host_gain
 
-from ._calibrate import _NO_P2P, ranks_of, refusal
+from ._calibrate import ranks_of, refusal
+from ._model import predict
 from .transport import home_memory, host_route
 
 __all__ = [
@@ -154,11 +155,7 @@ def check_transports(
     unidirectional P2P=Enabled copy matrix (`copy_report`)."""
     from netsim.traces import NcclTable, P2PMatrix
 
-    no_p2p = any(_NO_P2P.search(line) for line in trace.header)
-    try:
-        connect = trace.matrix("connectivity").values > 0
-    except KeyError:
-        connect = None
+    connect = trace.connectivity()
     out = []
     for t in trace.tables:
         if isinstance(t, P2PMatrix) and t.kind == "unidirectional" and t.p2p and refusal(t, topo) is None:
@@ -176,7 +173,7 @@ def check_transports(
         order = np.argsort(t.size[keep])[::-1][:3]
         plateau = float(np.median(busbw[keep][order]))
         ranks = ranks_of(t, topo)
-        direct = t.p2p if t.p2p is not None else not no_p2p
+        direct = trace.used_p2p(t)
         ceilings = transport_ceilings(topo, staged, ranks, socket_bandwidth=socket_bandwidth)
         declared = "p2p" if direct else "shm"
         degraded = plateau < DEGRADED * ceilings[declared]
@@ -194,6 +191,25 @@ def socket_params(spec, params, n_ranks: int, socket_bandwidth: float = SOCKET_B
     mask = np.array([s.endswith(" staging") for s in spec.shared], bool)
     log_shared = np.where(mask, budget, np.asarray(params.log_shared))
     return dataclasses.replace(params, log_shared=log_shared)
+
+
+def predict_socket(
+    spec, params, experiments: Sequence, socket_bandwidth: float = SOCKET_BANDWIDTH, *, throw: bool = True
+):
+    """`predict` with every collective over NCCL's socket transport: each experiment under `socket_params`
+    at its own rank count (at least 2; the host budgets depend on it). One `netsim.BatchRun` over the
+    points of all experiments in order, as `predict` gives."""
+    runs = [
+        predict(socket_params(spec, params, max(e.n_ranks, 2), socket_bandwidth), [e], throw=False)
+        for e in experiments
+    ]
+    run = dataclasses.replace(
+        runs[0],
+        status=np.concatenate([r.status for r in runs]),
+        events=np.concatenate([r.events for r in runs]),
+        outputs={"makespan": np.concatenate([r["makespan"] for r in runs])},
+    )
+    return run.check(" + ".join(e.name for e in experiments)) if throw else run
 
 
 def copy_report(

@@ -197,10 +197,7 @@ def check_layout(trace: Trace, topo: Topology) -> list[LayoutFinding]:
     """
     gpus = topo.gpus()
     out: list[LayoutFinding] = []
-    try:
-        connect = trace.matrix("connectivity").values > 0
-    except KeyError:
-        connect = None
+    connect = trace.connectivity()
     for t in trace.tables:
         where = f"{trace.source}:{getattr(t, 'line', '?')}"
         if isinstance(t, NcclTable) and t.n_gpus and t.n_gpus < len(gpus) and not t.visible_devices:

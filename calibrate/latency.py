@@ -14,7 +14,6 @@ import argparse
 import dataclasses
 import json
 import math
-from importlib import resources
 
 import equinox as eqx
 import jax
@@ -85,12 +84,10 @@ def read_curve(name: str, data: dict) -> Curve:
 
 def stored_curves() -> list[Curve]:
     """Every BookSim2 curve shipped with netsim, by name."""
-    folder = resources.files("netsim.data").joinpath("booksim")
-    out = []
-    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".json"):
-            out.append(read_curve(entry.name[:-5], json.loads(entry.read_text())))
-    return out
+    return [
+        read_curve(path.stem, json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted((DATA_DIR / "booksim").glob("*.json"))
+    ]
 
 
 def _pack(curves: list[Curve]):

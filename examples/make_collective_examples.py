@@ -19,7 +19,7 @@ import jax
 
 import netsim
 from netsim import Link, Scenario
-from netsim._checks import write_atomic
+from netsim.checks import write_atomic
 from netsim.studies import crossings, search_rings
 from netsim.topology import ServerPlan, build_server, preset
 from netsim.workloads import LinkFabric, allreduce, alltoall

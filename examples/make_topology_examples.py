@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from netsim import Flow, Scenario, Task
-from netsim._checks import write_atomic
+from netsim.checks import write_atomic
 from netsim.topology import (
     chiplet_mesh,
     cluster,

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import netsim
-from netsim._checks import write_atomic
+from netsim.checks import write_atomic
 from netsim.data import trace_path
 from netsim.jobs import MODELS, Job, colocation_matrix, run_jobs
 from netsim.topology import cluster, leaf_spine, pcie_server

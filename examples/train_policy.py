@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from netsim._cache import enable_compilation_cache
+from netsim import enable_compilation_cache
 from netsim.jobs import (
     CANDIDATE_FEATURES,
     CANDIDATES,

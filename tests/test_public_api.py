@@ -302,6 +302,7 @@ def test_calibrate_names():
         "lay_out",
         "simulate_experiments",
         "predict",
+        "predict_socket",
         "refusal",  # the model
         "fit",
         "free_indices",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 
@@ -62,7 +61,7 @@ def _predict(args: argparse.Namespace) -> int:
         compare,
         experiments_from_trace,
         predict,
-        socket_params,
+        predict_socket,
     )
     from netsim.topology import load, load_costs
     from netsim.traces import read_trace
@@ -111,16 +110,7 @@ def _predict(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.transport == "socket":  # the host budgets depend on each table's rank count
-        runs = [
-            predict(socket_params(spec, params, max(e.n_ranks, 2), socket), [e], throw=False)
-            for e in experiments
-        ]
-        run = dataclasses.replace(
-            runs[0],
-            status=np.concatenate([r.status for r in runs]),
-            events=np.concatenate([r.events for r in runs]),
-            outputs={"makespan": np.concatenate([r["makespan"] for r in runs])},
-        )
+        run = predict_socket(spec, params, experiments, socket, throw=False)
     else:
         run = predict(params, experiments, throw=False)
     tables, start = [], 0

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from .. import Flow, ScenarioError, Task
 from .._checks import number as check_number
 from .._checks import quantity
+from ..data import DATA_DIR
 from ..workloads import Workload, allgather, allreduce, alltoall, bus_factor, concat, reducescatter
 
 __all__ = [
@@ -52,7 +53,7 @@ class Model:
 
 
 #: where MODELS come from: fitted by netsim.calibrate.jobs.fit_jobs (benchmarks/jobs_fit.py writes it)
-MODELS_PATH = pathlib.Path(__file__).resolve().parents[1] / "data" / "job_models.json"
+MODELS_PATH = DATA_DIR / "job_models.json"
 
 
 def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from importlib import resources
 
 import numpy as np
 
 from .._errors import ScenarioError
+from ..data import DATA_DIR
 from ..kernels.latency import Router
 
 FITTED = "latency_booksim.json"
@@ -64,7 +64,7 @@ class RouterPreset:
 
 
 def _fitted() -> dict:
-    return json.loads(resources.files("netsim.data").joinpath(FITTED).read_text())
+    return json.loads((DATA_DIR / FITTED).read_text(encoding="utf-8"))
 
 
 def _check_clock(clock_hz) -> float | None:

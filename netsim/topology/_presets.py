@@ -11,12 +11,12 @@ import copy
 import dataclasses
 import json
 import os
-import pathlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._checks import quantity, read_text, show
 from .._scenario import ScenarioError
+from ..data import DATA_DIR
 from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
@@ -210,7 +210,7 @@ def preset(name: str, **overrides) -> Topology:
 #: calibration files shipped with netsim (netsim/data/calibrations/NAME.json, written by `netsim calibrate
 #: --out`; their README says how each was fitted), by name: `load(name)` gives the calibrated topology and
 #: `load_costs(name)` its fitted software costs
-CALIBRATIONS_DIR = pathlib.Path(__file__).resolve().parent.parent / "data" / "calibrations"
+CALIBRATIONS_DIR = DATA_DIR / "calibrations"
 CALIBRATED: dict[str, dict[str, Any]] = {
     p.stem: json.loads(p.read_text()) for p in sorted(CALIBRATIONS_DIR.glob("*.json"))
 }

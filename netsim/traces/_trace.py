@@ -6,6 +6,8 @@ import dataclasses
 import os
 import re
 
+import numpy as np
+
 from .._checks import read_text
 from .._errors import ScenarioError
 from . import _nccl, _nvsmi, _p2p, _rbt, _rocm
@@ -18,6 +20,8 @@ from ._rbt import RbtMatrix
 from ._rocm import RocmMatrix, RocmNuma
 
 Table = NcclTable | P2PMatrix | TopoTable | RocmMatrix | RocmNuma | RbtMatrix | CsvTable
+#: header notes saying P2P did not work on the machine
+_NO_P2P = re.compile(r"P2P (?:is )?not (?:available|supported)|P2P unsupported", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -70,6 +74,20 @@ class Trace:
     def rbt(self, kind: str | None = None) -> tuple[RbtMatrix, ...]:
         """The rocm_bandwidth_test matrices, optionally only those of `kind` ("unidirectional", ...)."""
         return tuple(t for t in self.tables if isinstance(t, RbtMatrix) and kind in (None, t.kind))
+
+    def connectivity(self) -> np.ndarray | None:
+        """[i, j] True where device i can access device j by P2P, from the file's one connectivity matrix
+        (p2pBandwidthLatencyTest's "P2P Connectivity Matrix"); None where there is not exactly one."""
+        found = self.matrices("connectivity")
+        return found[0].values > 0 if len(found) == 1 else None
+
+    def used_p2p(self, table: NcclTable) -> bool:
+        """Whether a collective table's transfers went by P2P: what its command line says (`NcclTable.p2p`),
+        else yes, unless the file's header notes say P2P did not work on the machine ("P2P not
+        supported", "P2P is not available", "P2P unsupported")."""
+        if table.p2p is not None:
+            return table.p2p
+        return not any(_NO_P2P.search(line) for line in self.header)
 
 
 def read_trace(path: str | os.PathLike) -> Trace:

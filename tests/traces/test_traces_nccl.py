@@ -191,6 +191,19 @@ def test_command_line_environment_and_sections():
     assert m01.devices[0].name == "NVIDIA GeForce RTX 4090" and m01.section == ""
 
 
+def test_used_p2p_reads_the_command_line_then_the_header_notes(tmp_path):
+    def used(text):
+        trace = read_trace(write(tmp_path, "t.txt", text + OLD_NCCL_TESTS))
+        return trace.used_p2p(trace.nccl()[0])
+
+    note = "# MACHINE: 2 x TITAN RTX. P2P not supported (CANNOT Access Peer)\n"
+    assert used("") is True  # nothing says otherwise
+    assert used(note) is False
+    assert used("# note: p2p is NOT available here\n") is False
+    assert used(note + "NCCL_P2P_DISABLE=0 ./all_reduce_perf -g 2\n") is True  # the command line decides
+    assert used("NCCL_P2P_DISABLE=1 ./all_reduce_perf -g 2\n") is False
+
+
 def test_exports_and_continued_command_lines(tmp_path):
     text = (
         "export NCCL_SHM_DISABLE=1\n"

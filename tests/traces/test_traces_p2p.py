@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from trace_helpers import GB, P2P_ON, US, trace, write
+from trace_helpers import ALLREDUCE, GB, P2P_ON, US, trace, write
 
 from netsim.data import trace_path
 from netsim.traces import TraceError, read_trace
@@ -41,6 +41,13 @@ def test_m08_tabs_topo_and_matrices():
     np.testing.assert_allclose([uni[0, 0], uni[0, 1], uni[3, 2]], np.array([1502.40, 275.07, 274.11]) * GB)
     np.testing.assert_allclose(t.matrix("bidirectional", p2p=True).values[2, 3], 517.45 * GB)
     np.testing.assert_allclose(t.matrix("latency", p2p=True, clock="cpu").values[2, 3], 1.63 * US)
+
+
+def test_connectivity_is_the_one_connectivity_matrix_as_booleans():
+    pairs = [[True, True, False, False], [True, True, False, False], [False, False, True, True]]
+    assert trace("m08_4xA100PCIe_nvlinkpairs_p2p.txt").connectivity().tolist() == [*pairs, pairs[2]]
+    assert trace(P2P_ON).connectivity().dtype == bool
+    assert trace(ALLREDUCE).connectivity() is None  # an nccl-tests file has none
 
 
 def test_m09_partial_test_output():
