@@ -14,6 +14,9 @@ busbw (collectives) or bandwidth (copies), mean / max in %.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import numpy as np
 from netsim.calibrate import (
     Params,
@@ -77,6 +80,68 @@ def p2p_off_all_reduce(spec, params, topo, staged, on) -> None:
         )
 
 
+#: 6 x RTX 4090 on one EPYC socket with the P2P driver (tiny corp's tinybox), verbatim from the README of
+#: github.com/tinygrad/open-gpu-kernel-modules (commit 1f40371, sections "Fast" and "And NCCL (aka torch)
+#: compatible!"): another machine than m01, with one socket where m01 has two
+TINYBOX = """\
+Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)
+   D\\D     0      1      2      3      4      5
+     0 919.39  50.11  50.15  51.22  50.59  51.22
+     1  50.19 921.29  50.31  51.21  50.62  51.22
+     2  50.23  50.55 921.83  51.22  50.39  51.22
+     3  50.33  50.65  51.20 920.20  50.43  51.22
+     4  50.18  50.68  50.26  51.22 922.30  51.23
+     5  50.12  50.09  50.44  51.22  51.21 921.29
+
+tiny@tiny14:~/build/nccl-tests/build$ ./all_reduce_perf -g 6
+# nThread 1 nGpus 6 minBytes 33554432 maxBytes 33554432 step: 1048576(bytes) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid  26230 on     tiny14 device  0 [0x01] NVIDIA GeForce RTX 4090
+#  Rank  1 Group  0 Pid  26230 on     tiny14 device  1 [0x42] NVIDIA GeForce RTX 4090
+#  Rank  2 Group  0 Pid  26230 on     tiny14 device  2 [0x81] NVIDIA GeForce RTX 4090
+#  Rank  3 Group  0 Pid  26230 on     tiny14 device  3 [0x82] NVIDIA GeForce RTX 4090
+#  Rank  4 Group  0 Pid  26230 on     tiny14 device  4 [0xc1] NVIDIA GeForce RTX 4090
+#  Rank  5 Group  0 Pid  26230 on     tiny14 device  5 [0xc2] NVIDIA GeForce RTX 4090
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+    33554432       8388608     float     sum      -1   2275.1   14.75   24.58      0   2282.5   14.70   24.50      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 24.5413
+#
+"""
+
+
+def cross_machine(costs, ab) -> None:
+    """The tinybox's tables on `pcie:6` (one socket, six GPUs on their own host bridges) with m01's fitted
+    figures and software costs (`Params.load` of the shipped calibration: the classes and budgets the
+    smaller box has), against the same shape with builder figures and netsim's default software costs,
+    and the alpha-beta fit on m01's all_reduce."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "tinybox_6x4090.txt")
+        with open(path, "w") as f:
+            f.write(TINYBOX)
+        trace = read_trace(path)
+    topo, staged = load("pcie:6", p2p=True), load("pcie:6", p2p=False)
+    spec = Spec.for_topology(topo, staged=staged, regimes=costs.regimes)
+    m01 = Params.load(spec, NAME, topo, staged)
+    plain = Params.from_values(spec, initial_values(spec, topo, staged))
+    exps = experiments_from_trace(trace, spec, topo, staged=staged)
+    print("\n6 x RTX 4090, one socket (tinybox README), predicted on pcie:6")
+    print("| table | netsim (m01's calibration) | plain pcie:6 | alpha-beta on m01 all_reduce |")
+    print("|---|---|---|---|")
+    for e in exps:
+        (cal,) = compare([e], [predict(m01, e)["makespan"]]).experiments
+        (pl,) = compare([e], [predict(plain, e)["makespan"]]).experiments
+        abr = ""
+        if e.collective:
+            (x,) = compare([e], [ab(np.asarray(e.labels))]).experiments
+            abr = stats(x.relative_error)
+        print(f"| {e.name} | {stats(cal.relative_error)} | {stats(pl.relative_error)} | {abr} |")
+
+
 def main() -> None:
     topo, staged = load(NAME, p2p=True), load(NAME, p2p=False)
     costs = load_costs(NAME)
@@ -118,6 +183,7 @@ def main() -> None:
                 f"{stats(pl.relative_error[big])} | {stats(abr.relative_error[big])} |"
             )
     p2p_off_all_reduce(spec, fitted, topo, staged, ref)
+    cross_machine(costs, lambda size: a + size / b)
     # P2P-off physics: a 1 GiB copy gpu0 -> gpu1, plain and calibrated
     for label, t in (("plain", plain_off), ("calibrated", staged)):
         r = netsim.simulate(t.scenario([netsim.Flow("f", "gpu0", "gpu1", 2**30)]))
