@@ -254,6 +254,8 @@ def test_topology_names():
         "SM_HOST_GAIN",
         "host_gain",
         "shared_gains",
+        "dram_latency",
+        "latency_gains",
         "with_transport",  # PCIe servers and their P2P-off transports
         "fat_tree",
         "leaf_spine",
@@ -366,4 +368,4 @@ def test_sweep_and_data_names():
         "load_spec",
         "sweep_from_dict",
     }
-    assert public(netsim.data) == {"TRACES", "TRACES_DIR", "trace_path"}
+    assert public(netsim.data) == {"DATA_DIR", "TRACES", "TRACES_DIR", "trace_path"}
