@@ -34,7 +34,7 @@ from netsim import (
     compile_scenario,
     kernels,
 )
-from netsim.topology import Topology, link_class, read_calibration, shared_gains
+from netsim.topology import Topology, latency_gains, link_class, read_calibration, shared_gains
 from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
 __all__ = [
@@ -214,6 +214,8 @@ class Experiment:
         shared_scale: per shared resource of the topology, its capacity over the fitted figure
             (`netsim.topology.shared_gains`: NCCL's SHM transport gets more of a GPU's host budget than
             the cudaMemcpy copies it is fitted on); None: 1 for every one.
+        latency_scale: per link of the topology, its latency over its class's fitted figure
+            (`netsim.topology.latency_gains`: NCCL's SHM steps pay no DRAM turnaround); None: 1 each.
     """
 
     name: str
@@ -230,12 +232,15 @@ class Experiment:
     weight: np.ndarray | None = None
     op: str = ""
     shared_scale: np.ndarray | None = None
+    latency_scale: np.ndarray | None = None
 
     def __post_init__(self):
         if self.weight is None:
             object.__setattr__(self, "weight", np.ones(len(self.compiled)))
         if self.shared_scale is None:
             object.__setattr__(self, "shared_scale", np.ones(len(self.shared_index)))
+        if self.latency_scale is None:
+            object.__setattr__(self, "latency_scale", np.ones(len(self.link_class)))
 
     @property
     def n_points(self) -> int:
@@ -252,7 +257,12 @@ class Experiment:
 
     def layout(self) -> tuple:
         """Experiments with equal layouts (resources and their meaning) can share one batch."""
-        return (tuple(self.link_class), tuple(self.shared_index), tuple(self.shared_scale))
+        return (
+            tuple(self.link_class),
+            tuple(self.shared_index),
+            tuple(self.shared_scale),
+            tuple(self.latency_scale),
+        )
 
     def relevant(self, params: Params) -> np.ndarray:
         """Mask over the flattened `params` (ravel_pytree order): the entries that can change this
@@ -331,6 +341,7 @@ def collective_experiment(
         None if weight is None else np.asarray(weight, float),
         op,
         np.asarray(shared_gains(topo), float),
+        np.asarray(latency_gains(topo), float),
     )
 
 
@@ -398,6 +409,7 @@ def p2p_experiment(
         shr,
         np.asarray(staged),
         shared_scale=np.asarray(shared_gains(topo), float),
+        latency_scale=np.asarray(latency_gains(topo), float),
     )
 
 
@@ -413,6 +425,7 @@ class ExperimentBatch(eqx.Module):
         resource_class: R, the link class of each resource, -1 for the others.
         resource_shared: R, the shared-resource index of each resource, -1 for the others.
         resource_scale: R, a shared resource's capacity over its fitted figure (1 for the others).
+        latency_scale: R, a link's latency over its class's fitted figure (1 for the others).
         flow: B x N, True for the items that are flows.
         collective, staged: B, 1.0 for collective points / host-staged copies.
         measured, weight: B, measured time (s) and loss weight.
@@ -423,6 +436,7 @@ class ExperimentBatch(eqx.Module):
     resource_class: Int[Array, " R"]
     resource_shared: Int[Array, " R"]
     resource_scale: Float[Array, " R"]
+    latency_scale: Float[Array, " R"]
     flow: Bool[Array, "B N"]
     collective: Float[Array, " B"]
     staged: Float[Array, " B"]
@@ -452,6 +466,8 @@ def lay_out(
     shr[first.shared_slice] = experiments[0].shared_index
     scale = np.ones(r)
     scale[first.shared_slice] = experiments[0].shared_scale
+    lat = np.ones(r)
+    lat[first.link_slice] = experiments[0].latency_scale
     flow = np.zeros((len(batch.compiled), batch.shape.items), bool)
     for k, c in enumerate(batch.compiled):
         flow[k, c.flow_slice] = True
@@ -477,6 +493,7 @@ def lay_out(
         cls,
         shr,
         scale,
+        lat,
         flow,
         per(lambda e: float(e.collective)),
         per(lambda e: e.staged),
@@ -539,7 +556,9 @@ def network(params: Params, b: ExperimentBatch) -> kernels.Network:
         else b.base.capacity
     )
     capacity = jnp.where(cls >= 0, bw, jnp.where(shr >= 0, shared, b.base.capacity))
-    latency = jnp.where(cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)], b.base.latency)
+    latency = jnp.where(
+        cls >= 0, jnp.exp(params.log_latency)[jnp.maximum(cls, 0)] * b.latency_scale, b.base.latency
+    )
     return kernels.Network(capacity, latency, b.base.packets)
 
 

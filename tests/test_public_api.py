@@ -257,6 +257,8 @@ def test_topology_names():
         "SM_HOST_GAIN",
         "host_gain",
         "shared_gains",
+        "dram_latency",
+        "latency_gains",
         "with_transport",  # PCIe servers and their P2P-off transports
         "nvswitch_server",
         "dgx_a100",  # NVSwitch servers, DGX A100 clusters

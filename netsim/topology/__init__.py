@@ -28,7 +28,9 @@ from ._pcie import PcieRouter as PcieRouter
 from ._pcie import ServerPlan as ServerPlan
 from ._pcie import Transport as Transport
 from ._pcie import build_server as build_server
+from ._pcie import dram_latency as dram_latency
 from ._pcie import host_gain as host_gain
+from ._pcie import latency_gains as latency_gains
 from ._pcie import path_kind as path_kind
 from ._pcie import pcie_server as pcie_server
 from ._pcie import pcie_shared as pcie_shared

@@ -93,9 +93,12 @@ class Transport(Protocol):
     Attributes:
         host_gain: the share of each GPU's host-memory budget (`staging_engines`, fitted on cudaMemcpy
             copies) that this transport's traffic gets, relative to cudaMemcpy's copy engines.
+        dram_latency: the share of the memory links' latency its copies pay (1: the DRAM turnaround
+            is on the data path; a transport without the attribute pays it all).
     """
 
     host_gain: float
+    dram_latency: float
 
     def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
         """Link ids of the copy from device src to device dst (NVLink-bridged or not)."""
@@ -111,6 +114,7 @@ class HostStaged:
     fitted on these copies)."""
 
     host_gain: float = 1.0
+    dram_latency: float = 1.0
 
     def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
         mem = router.home[src]
@@ -137,9 +141,15 @@ class NcclShm:
     and the receiver's kernel loads from it (NCCL_SHM_USE_CUDA_MEMCPY defaults to 0: no copy engine, no
     driver bounce), slot by slot, so the two halves pipeline as one flow through the receiver's DRAM.
     SM loads and stores share a GPU's host budget more evenly than copy engines do: `SM_HOST_GAIN`.
+
+    No DRAM turnaround latency (dram_latency 0): the receiver's kernel polls each slot's flag while the
+    sender's stores land, so a step costs the latency of the PCIe path between the two GPUs, as a P2P
+    step does. NCCL's own tuning model (src/graph/tuning.cc, `hwLat`) charges every intra-node ring
+    step off NVLink the one PCI latency, whichever transport carries it.
     """
 
     host_gain: float = SM_HOST_GAIN
+    dram_latency: float = 0.0
 
     def route(self, topo: Topology, router: PcieRouter, src: str, dst: str) -> Path:
         mem = router.home[dst]
@@ -342,6 +352,22 @@ def host_gain(topo: Topology) -> float:
     return float(getattr(router.transport, "host_gain", 1.0))
 
 
+def dram_latency(topo: Topology) -> float:
+    """The share of the memory links' latency device-to-device traffic pays on `topo`: its P2P-off
+    transport's `dram_latency`; 1 with P2P on or off a PCIe server."""
+    router = topo.router
+    if not isinstance(router, PcieRouter) or router.p2p:
+        return 1.0
+    return float(getattr(router.transport, "dram_latency", 1.0))
+
+
+def latency_gains(topo: Topology) -> tuple[float, ...]:
+    """Per link of `topo`, the factor between its latency and the figure a calibration fits for its
+    class: `dram_latency(topo)` for the memory links, 1 for the others."""
+    gain = dram_latency(topo)
+    return tuple(gain if link_class(topo, x.id) == "memory" else 1.0 for x in topo.links)
+
+
 def shared_gains(topo: Topology) -> tuple[float, ...]:
     """Per shared resource of `topo`, the factor between its capacity and the figure a calibration fits
     for it: `host_gain(topo)` for the per-GPU host budgets ("gpu0 staging"), 1 for the others."""
@@ -350,17 +376,27 @@ def shared_gains(topo: Topology) -> tuple[float, ...]:
 
 
 def with_transport(topo: Topology, transport: Transport) -> Topology:
-    """`topo` (a PCIe server) with P2P-off copies by `transport`: its routes, and its host budgets
-    rescaled from the old transport's `host_gain` to the new one's."""
+    """`topo` (a PCIe server) with P2P-off copies by `transport`: its routes, its host budgets rescaled
+    from the old transport's `host_gain` to the new one's, and its memory links' latency from the old
+    `dram_latency` to the new one's. A latency the old transport dropped (NcclShm's) cannot come back:
+    build the topology with the transport instead (`load(name, p2p=False, transport=...)`)."""
     if not isinstance(topo.router, PcieRouter):
         raise ScenarioError(f"with_transport: {topo.name!r} is not a PCIe server")
-    old = shared_gains(topo)
+    old, old_latency = shared_gains(topo), latency_gains(topo)
     out = dataclasses.replace(topo, router=dataclasses.replace(topo.router, transport=transport))
+    links = []
+    for link, was, new in zip(topo.links, old_latency, latency_gains(out), strict=True):
+        if was == 0 and new > 0:
+            raise ScenarioError(
+                f"with_transport: {topo.name!r}'s transport drops the latency of link {link.id!r}, so it "
+                f"cannot be restored for {type(transport).__name__}; build the topology with that transport"
+            )
+        links.append(link if was == new else dataclasses.replace(link, latency=link.latency * new / was))
     shared = tuple(
         dataclasses.replace(r, capacity=r.capacity * new / was)
         for r, was, new in zip(topo.shared, old, shared_gains(out), strict=True)
     )
-    return dataclasses.replace(out, shared=shared)
+    return dataclasses.replace(out, links=tuple(links), shared=shared)
 
 
 def pcie_shared(topo: Topology) -> tuple[SharedResource, ...]:

@@ -21,7 +21,7 @@ from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
 from ._nvswitch import DGX_A100_GPUS, dgx_a100
-from ._pcie import PcieRouter, Transport, pcie_server, pcie_shared, shared_gains
+from ._pcie import PcieRouter, Transport, latency_gains, pcie_server, pcie_shared, shared_gains
 from ._topology import Topology, link_class
 
 if TYPE_CHECKING:
@@ -391,7 +391,9 @@ def from_calibration(
             f"{where}: link_classes: unknown class {show(unknown[0])}; this topology's: {sorted(used)}"
         )
     links = []
-    for link in topo.links:
+    # fitted latencies are the copies' (cudaMemcpy's DRAM turnaround); NCCL's SHM steps skip the memory
+    # links' share (`latency_gains`)
+    for link, gain in zip(topo.links, latency_gains(topo), strict=True):
         c = link_class(topo, link.id)
         if c == "socket-host" and c not in classes:
             links.append(link)  # a file from before the class existed: the builder's figure
@@ -406,7 +408,7 @@ def from_calibration(
             dataclasses.replace(
                 link,
                 bandwidth=quantity(entry["bandwidth"], "bandwidth", f"{field}.bandwidth", positive=True),
-                latency=quantity(entry["latency"], "time", f"{field}.latency"),
+                latency=gain * quantity(entry["latency"], "time", f"{field}.latency"),
             )
         )
     capacity = values.get("shared", {})
