@@ -153,6 +153,7 @@ def test_workload_names():
         "LinkRates",
         "link_rates",
         "placement",
+        "program_size",
         "estimate_iteration",
         "estimate_seconds",
         "iteration_terms",

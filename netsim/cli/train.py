@@ -2,7 +2,7 @@
 
     netsim train --hidden 2048 --heads 16 --layers 24 --seq-len 1024 --tp 2 --pp 2 --dp 2 \\
         --micro-batch 4 --global-batch 64
-    netsim train --table layouts.csv --json out.json      # vTrain's columns, one batched run
+    netsim train --table layouts.csv --topology dgx-a100 --json out.json   # vTrain's columns, batched runs
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import sys
 
 from ._common import TOPOLOGY_HELP
 
-#: the default machine: N GPUs on one NVSwitch, one port each at a DGX A100's measured all-reduce bus
-#: bandwidth (nccl-tests, 222 GB/s: netsim/data/traces/m05_8xA40_nv4_node_sys_and_dgxA100_allreduce.txt)
-NVSWITCH_PORT = 222e9
+#: the default machine: DGX A100 servers, as many as the layout's GPUs need (netsim.topology.dgx_a100)
+DEFAULT_CLUSTER = "dgx-a100"
+#: above this many flows and tasks (`program_size`) a table row is estimated in closed form
+#: (`estimate_iteration`, which the simulation matches on an idle fabric) unless --simulate-all
+MAX_SIMULATED = 8192
 
 
 def register(subparsers) -> None:
@@ -26,15 +28,16 @@ def register(subparsers) -> None:
         description="Compiles a GPT-style model and a 3D-parallel layout to compute tasks and flows "
         "(netsim.workloads.training_workload), refuses a layout that does not fit in GPU memory, "
         "simulates one iteration and prints where its time went. With --table, every row of a CSV in "
-        "vTrain's columns, in one batched run, with the error against a measured 'iteration time (ms)' "
-        "column. See docs/training.md.",
+        "vTrain's columns, in batched runs (rows over a size limit in closed form), with the error against "
+        "a measured 'iteration time (ms)' column. See docs/training.md.",
     )
     p.add_argument("--table", metavar="CSV", help="layouts in vTrain's columns (one iteration per row)")
     p.add_argument("--json", metavar="OUT", help="write the results as JSON")
     p.add_argument(
         "--topology",
         "-t",
-        help=TOPOLOGY_HELP + "; default: the layout's GPUs on one NVSwitch at 222 GB/s per port (A100)",
+        help=TOPOLOGY_HELP + "; a cluster shape without a count (dgx-a100) has as many servers as each "
+        "layout (or table row's '# GPUs') needs; default: dgx-a100",
     )
     p.add_argument("--gpu", help="GPU model for peak FLOP/s, bandwidth and memory (default: the topology's)")
     for name in ("hidden", "heads", "layers", "seq-len"):
@@ -50,8 +53,19 @@ def register(subparsers) -> None:
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron's sequence parallelism")
     p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (default 0)")
     p.add_argument("--offload", action="store_true", help="optimizer state in host memory")
+    p.add_argument(
+        "--overlap-dp",
+        action="store_true",
+        help="DP all-reduce in buckets overlapped with the last backward (Megatron's --overlap-grad-reduce); "
+        "default: one all-reduce after the pipeline drains",
+    )
     p.add_argument("--memory", type=float, metavar="GB", help="GPU memory capacity (default: the GPU's)")
     p.add_argument("--compute", metavar="JSON", help="a fitted compute model (default: the shipped A100 fit)")
+    p.add_argument(
+        "--simulate-all",
+        action="store_true",
+        help=f"--table: simulate every row (default: rows over {MAX_SIMULATED} flows and tasks in closed form)",
+    )
     p.set_defaults(handler=_train)
 
 
@@ -74,6 +88,7 @@ def _train(args: argparse.Namespace) -> int:
         sequence_parallel=args.sequence_parallel,
         zero=args.zero,
         offload=args.offload,
+        overlap_dp=args.overlap_dp,
     )
     if args.table:
         rows = read_layout_table(args.table, **options)
@@ -93,38 +108,64 @@ def _train(args: argparse.Namespace) -> int:
     return _one(args, LayoutRow(model, layout, None, 0), compute)
 
 
-def _machine(args, gpus: int):
-    """(topology, its GPUs, GPU model) for a layout of `gpus` GPUs."""
+def _machine(args, gpus: int, cache: dict | None = None):
+    """(topology, its GPUs) for a layout on `gpus` GPUs: --topology, or a cluster shape without a count
+    (dgx-a100, the default) with as many servers as `gpus` needs; `cache` keeps one per size for a table.
+    A --topology that cannot be read raises; one with too few GPUs is the layout's error (`_enough`)."""
     import dataclasses
 
+    from ..topology import load, sized_cluster
+
+    if cache is not None and gpus in cache:
+        return cache[gpus]
+    shape = args.topology or DEFAULT_CLUSTER
+    topo = sized_cluster(shape, gpus)
+    if topo is None:
+        topo = load(shape)
+    machine = dataclasses.replace(topo, device=args.gpu or topo.device or "A100"), topo.workers
+    if cache is not None:
+        cache[gpus] = machine
+    return machine
+
+
+def _enough(machine, gpus: int) -> None:
     from .._errors import ScenarioError
-    from ..topology import leaf_spine, load
 
-    if args.topology:
-        topo = load(args.topology)
-    else:
-        topo = leaf_spine(1, 1, max(gpus, 2), host_bandwidth=NVSWITCH_PORT, name=f"nvswitch-{gpus}")
-        topo = dataclasses.replace(topo, device="A100")
-    if len(topo.workers) < gpus:
-        raise ScenarioError(
-            f"--topology: {topo.name} has {len(topo.workers)} GPUs, the layout needs {gpus} (tp x pp x dp)"
-        )
-    device = args.gpu or topo.device or "A100"
-    return dataclasses.replace(topo, device=device), topo.workers
+    topo, workers = machine
+    if len(workers) < gpus:
+        raise ScenarioError(f"--topology: {topo.name} has {len(workers)} GPUs, the layout needs {gpus}")
 
 
-def _compile(args, row, compute):
+def _compile(args, row, machine, compute, *, check_memory: bool = True):
     from ..workloads import training_workload
 
-    topo, workers = _machine(args, row.layout.gpus)
-    capacity = None if args.memory is None else args.memory * 1e9
-    return training_workload(topo, workers, row.model, row.layout, compute=compute, memory_capacity=capacity)
+    topo, workers = machine
+    return training_workload(
+        topo,
+        workers,
+        row.model,
+        row.layout,
+        compute=compute,
+        memory_capacity=_capacity(args, topo),
+        check_memory=check_memory,
+    )
+
+
+def _capacity(args, topo) -> float | None:
+    """Bytes per GPU: --memory, else the topology's GPU's (None when unknown)."""
+    from ..workloads import GPUS
+
+    if args.memory is not None:
+        return args.memory * 1e9
+    return GPUS[topo.device].memory if topo.device in GPUS else None
 
 
 def _one(args, row, compute) -> int:
     import netsim
 
-    job = _compile(args, row, compute)
+    machine = _machine(args, row.layout.gpus)
+    _enough(machine, row.layout.gpus)
+    job = _compile(args, row, machine, compute)
     print(
         f"netsim: simulating {len(job.workload.flows)} flows, {len(job.workload.tasks)} tasks",
         file=sys.stderr,
@@ -169,31 +210,54 @@ def _stats_record(stats) -> dict:
 
 
 def _table(args, rows, compute) -> int:
-    """Every row compiled, grouped by padded item count, each group one batched run."""
+    """Every row compiled, grouped by item count (powers of two), each group one batched run; rows over
+    MAX_SIMULATED flows and tasks in closed form. A row that does not fit in memory is predicted all the
+    same (a measured run did fit) and marked "fits": false; one that cannot be built gets its "reason"."""
     import collections
 
     import numpy as np
 
     import netsim
 
+    from .._compile import Shape, bucket
     from .._errors import ScenarioError
+    from ..workloads import estimate_iteration, link_rates, memory_per_gpu, program_size
 
     records: list[dict] = [{} for _ in rows]
     compiled = {}
+    machines: dict = {}
     for i, row in enumerate(rows):
+        machine = _machine(args, row.gpus, machines)
+        topo, workers = machine
         try:
-            job = _compile(args, row, compute)
+            _enough(machine, row.gpus)
+            size = program_size(topo, workers, row.model, row.layout)
+            if size > MAX_SIMULATED and not args.simulate_all:
+                records[i] = {
+                    "predicted_s": estimate_iteration(
+                        row.model, row.layout, compute.on(topo.device), link_rates(topo, workers, row.layout)
+                    ),
+                    "method": "closed form",
+                    "memory_bytes": memory_per_gpu(row.model, row.layout).total,
+                }
+            else:
+                job = _compile(args, row, machine, compute, check_memory=False)
+                compiled[i] = netsim.compile_scenario(job.scenario())
+                records[i] = {"method": "simulated", "memory_bytes": job.memory.total}
         except ScenarioError as e:
-            records[i] = {"predicted_s": None, "error": str(e)}
+            records[i] = {"predicted_s": None, "reason": str(e)}
             continue
-        compiled[i] = netsim.compile_scenario(job.scenario())
-        records[i] = {"memory_bytes": job.memory.total}
-    groups = collections.defaultdict(list)  # one batch (one compile) per padded item count
+        records[i]["topology"] = topo.name
+        capacity = _capacity(args, topo)
+        if capacity is not None:
+            records[i]["fits"] = records[i]["memory_bytes"] <= capacity
+    # one batch (one compile) per power of two of items: fewer compiles for up to 2x padding
+    groups = collections.defaultdict(list)
     for i, c in compiled.items():
-        groups[c.shape.items].append(i)
+        groups[bucket(c.shape.items, 1)].append(i)
     print(f"netsim: {len(compiled)} rows in {len(groups)} batches", file=sys.stderr)
     for items, idx in sorted(groups.items()):
-        out = netsim.compile_batch([compiled[i] for i in idx]).run()
+        out = netsim.compile_batch([compiled[i] for i in idx], shape=Shape(items=items)).run()
         for i, t in zip(idx, out["makespan"], strict=True):
             records[i]["predicted_s"] = float(t)
         print(f"netsim: batch of {len(idx)} rows at {items} items done", file=sys.stderr)
@@ -217,7 +281,9 @@ def _table(args, rows, compute) -> int:
                 rec["error"] = rec["predicted_s"] / row.measured - 1
                 rel.append(abs(rec["error"]))
     done = sum(r.get("predicted_s") is not None for r in records)
-    print(f"{done} of {len(rows)} rows simulated")
+    estimated = sum(r.get("method") == "closed form" for r in records)
+    unfit = sum(r.get("fits") is False for r in records)
+    print(f"{done} of {len(rows)} rows predicted ({estimated} in closed form, {unfit} over GPU memory)")
     summary = {}
     if rel:
         summary = {"mape_percent": 100 * float(np.mean(rel)), "max_percent": 100 * float(np.max(rel))}

@@ -48,6 +48,7 @@ from ._training import memory_per_gpu as memory_per_gpu
 from ._training import op_seconds as op_seconds
 from ._training import optimizer_seconds as optimizer_seconds
 from ._training import placement as placement
+from ._training import program_size as program_size
 from ._training import read_layout_table as read_layout_table
 from ._training import training_workload as training_workload
 from .collectives import Collective as Collective

@@ -9,8 +9,9 @@ The compiler reuses the pipeline schedules (`pipeline_order`) and the collective
 the schedule becomes a compute task on each tensor-parallel (TP) rank of its stage, followed by
 Megatron's TP all-reduces (2 per transformer layer forward, 2 backward, 2 more with full recomputation),
 activations and gradients go between stages as flows, and the data-parallel (DP) gradient all-reduce
-runs in buckets that start as the last backward pass produces them. Task durations come from
-`ComputeModel`, a roofline over the ops of a layer; `memory_per_gpu` says whether a layout fits.
+runs after the pipeline drains (with overlap_dp, in buckets as the last backward pass produces them).
+Task durations come from `ComputeModel`, a roofline over the ops of a layer; `memory_per_gpu` says
+whether a layout fits; `program_size` counts what a layout compiles to before it is built.
 See docs/training.md.
 """
 
@@ -60,6 +61,7 @@ __all__ = [
     "op_seconds",
     "optimizer_seconds",
     "placement",
+    "program_size",
     "read_layout_table",
     "training_workload",
 ]
@@ -687,6 +689,7 @@ def training_workload(
     *,
     compute: ComputeModel | None = None,
     memory_capacity: float | None = None,
+    check_memory: bool = True,
     per_layer: bool = False,
     name: str = "",
 ) -> Training:
@@ -710,6 +713,8 @@ def training_workload(
         compute: the ComputeModel (default: the shipped fit, `ComputeModel.load()`).
         memory_capacity: bytes per GPU (default: the topology's GPU in GPUS); a layout needing more is
             refused unless it is None and the GPU unknown.
+        check_memory: False compiles a layout that does not fit too (`Training.memory` says what it
+            needs): a measured run that did fit, for instance.
         per_layer: cut every op at each of its all-reduces (equal shares of its compute) instead of one
             task and one all-reduce message per op.
 
@@ -727,7 +732,9 @@ def training_workload(
     capacity = memory_capacity
     if capacity is None and device in GPUS:
         capacity = GPUS[device].memory
-    if capacity is not None and memory.total > number(capacity, "memory_capacity", positive=True):
+    if capacity is not None:
+        capacity = number(capacity, "memory_capacity", positive=True)
+    if check_memory and capacity is not None and memory.total > capacity:
         raise ScenarioError(
             f"layout: needs {memory.total / 1e9:.1f} GB per GPU (weights {memory.parameters / 1e9:.1f}, "
             f"gradients {memory.gradients / 1e9:.1f}, optimizer {memory.optimizer / 1e9:.1f}, activations "
@@ -742,37 +749,21 @@ def training_workload(
     for i, g in enumerate(gpus[: layout.gpus]):
         if g not in nodes:
             raise ScenarioError(f"gpus[{i}]: {g!r} is not a node of the topology")
-    t, p, dp, v = layout.tp, layout.pp, layout.dp, layout.chunks
+    t, p, dp = layout.tp, layout.pp, layout.dp
     grid = placement(gpus, layout)
-    order = pipeline_order(layout.schedule, p, layout.microbatches, v)
+    plan = _Plan.of(model, layout, grid, per_layer)
+    order, final, buckets, stage_params = plan.order, plan.final, plan.buckets, plan.stage_params
     theta = compute.vector()
     peak, bandwidth = compute.peak_flops, compute.memory_bandwidth
     body = op_seconds(theta, peak, bandwidth, layer_ops(model, layout))
     head = op_seconds(theta, peak, bandwidth, layer_ops(model, layout, head=True))
-    chunk_layers = model.layers // (p * v)
-    last = p * v - 1
+    last = p * layout.chunks - 1
     passes = {FORWARD: (0,), BACKWARD: (1, 2), BACKWARD_INPUT: (1,), BACKWARD_WEIGHT: (2,)}
     op_time = {
-        (kind, s): float(sum(chunk_layers * body[i] + (head[i] if s == last else 0.0) for i in idx))
+        (kind, s): float(sum(plan.layers * body[i] + (head[i] if s == last else 0.0) for i in idx))
         for kind, idx in passes.items()
-        for s in range(p * v)
+        for s in range(last + 1)
     }
-    stage_params = [
-        (chunk_layers * v * model.layer_parameters + (model.vocab * model.hidden if d in (0, p - 1) else 0))
-        / t
-        for d in range(p)
-    ]
-    buckets = [dp_buckets(n, layout) for n in stage_params]
-    # the op after which each device's weight gradients are final (its last backward or W)
-    final = {
-        d: max(i for i, op in enumerate(ops) if op.kind in (BACKWARD, BACKWARD_WEIGHT))
-        for d, ops in enumerate(order)
-    }
-    rank = {
-        g: j for j, g in enumerate(grid[0][0])
-    }  # TP ring channels as TP rank orders (alike in every group)
-    tp_rings = tuple(tuple(rank[g] for g in ring) for ring in ring_channels(grid[0][0]))
-    plan = _Plan(t, chunk_layers, layout.recompute == "full", per_layer, buckets, order, final, tp_rings)
     act = layout.micro_batch * model.seq_len * model.hidden * HALF  # one all-reduce's buffer (S)
     ring_cost = 2 * (t - 1) * compute.collective_latency
 
@@ -867,6 +858,35 @@ def training_workload(
     return Training(workload, topology, model, layout, compute, grid, order, op_time, memory)
 
 
+def program_size(
+    topology, gpus: Sequence[str], model: TransformerModel, layout: ParallelLayout, *, per_layer: bool = False
+) -> int:
+    """How many flows and tasks `training_workload` compiles for `layout` on `gpus` of `topology`, counted
+    without building them (the simulation's cost grows with it; `netsim train --table` estimates larger
+    rows in closed form)."""
+    layout.check(model)
+    if len(gpus) < layout.gpus:
+        raise ScenarioError(f"gpus: the layout needs {layout.gpus} GPUs (tp x pp x dp), got {len(gpus)}")
+    t, p, dp = layout.tp, layout.pp, layout.dp
+    grid = placement(list(gpus), layout)
+    plan = _Plan.of(model, layout, grid, per_layer)
+    last = p * layout.chunks - 1
+    per_replica = p * t  # the optimizer steps
+    for d, ops in enumerate(plan.order):
+        for n, op in enumerate(ops):
+            if p > 1 and _stage_message(op, last) is not None:
+                per_replica += t  # one message per TP rank
+            for _, n_red in plan.segments(op, d, n):
+                per_replica += t + (t * len(plan.tp_rings) if n_red and t > 1 else 0)
+    size = dp * per_replica
+    if dp > 1:  # a ring all-reduce per bucket: 2(dp - 1) steps of dp flows on each channel
+        for d in range(p):
+            for j in range(t):
+                channels = len(ring_channels([grid[r][d][j] for r in range(dp)]))
+                size += plan.buckets[d] * channels * dp * 2 * (dp - 1)
+    return size
+
+
 @dataclasses.dataclass(frozen=True)
 class _Plan:
     """How each schedule op is cut into compute segments, and the ids of their tasks and TP flows."""
@@ -879,10 +899,35 @@ class _Plan:
     order: tuple[tuple[Op, ...], ...]
     final: dict[int, int]  # stage -> index of its final backward op in order
     tp_rings: tuple[tuple[int, ...], ...]  # TP rank order of each channel of the TP ring (`ring_channels`)
+    stage_params: list[float]  # parameters per GPU of each stage
     position: dict[Op, int] = dataclasses.field(init=False)
 
     def __post_init__(self):
         object.__setattr__(self, "position", {op: n for ops in self.order for n, op in enumerate(ops)})
+
+    @classmethod
+    def of(cls, model: TransformerModel, layout: ParallelLayout, grid, per_layer: bool) -> _Plan:
+        """The plan of `layout` placed as `grid` (`placement`)."""
+        t, p, v = layout.tp, layout.pp, layout.chunks
+        order = pipeline_order(layout.schedule, p, layout.microbatches, v)
+        layers = model.layers // (p * v)
+        embedding = model.vocab * model.hidden
+        stage_params = [
+            (layers * v * model.layer_parameters + (embedding if d in (0, p - 1) else 0)) / t
+            for d in range(p)
+        ]
+        # the op after which each device's weight gradients are final (its last backward or W)
+        final = {
+            d: max(i for i, op in enumerate(ops) if op.kind in (BACKWARD, BACKWARD_WEIGHT))
+            for d, ops in enumerate(order)
+        }
+        rank = {
+            g: j for j, g in enumerate(grid[0][0])
+        }  # TP ring channels as TP rank orders (alike in every group)
+        tp_rings = tuple(tuple(rank[g] for g in ring) for ring in ring_channels(grid[0][0]))
+        buckets = [dp_buckets(n, layout) for n in stage_params]
+        full = layout.recompute == "full"
+        return cls(t, layers, full, per_layer, buckets, order, final, tp_rings, stage_params)
 
     def reduces(self, kind: str) -> int:
         """TP all-reduces of one op: 2 per layer forward and input-gradient pass (4 rerunning the forward)."""
@@ -965,16 +1010,23 @@ TABLE_COLUMNS = {
     "pp": "pipeline parallelism",
 }
 MEASURED_COLUMN = "iteration time (ms)"
+GPUS_COLUMN = "# GPUs"
 
 
 @dataclasses.dataclass(frozen=True)
 class LayoutRow:
-    """One row of a layout table: the model, the layout, and the measured iteration time (s) if given."""
+    """One row of a layout table: the model, the layout, the measured iteration time (s) if given, the
+    line it came from and the GPUs it ran on ("# GPUs"; default the layout's tp x pp x dp)."""
 
     model: TransformerModel
     layout: ParallelLayout
     measured: float | None
     line: int
+    gpus: int | None = None
+
+    def __post_init__(self):
+        if self.gpus is None:
+            object.__setattr__(self, "gpus", self.layout.gpus)
 
 
 def read_layout_table(path: str | pathlib.Path, **layout_options) -> list[LayoutRow]:
@@ -984,7 +1036,8 @@ def read_layout_table(path: str | pathlib.Path, **layout_options) -> list[Layout
     recompute, ...).
 
     Raises:
-        ScenarioError: no header, a missing column, or a cell that is not a whole number (naming the line).
+        ScenarioError: no header, a missing column, a cell that is not a whole number, or fewer "# GPUs"
+            than the layout's tp x pp x dp (naming the line).
     """
     import csv
 
@@ -1005,6 +1058,7 @@ def read_layout_table(path: str | pathlib.Path, **layout_options) -> list[Layout
             continue
         try:
             values = {f: int(cells[col[c]]) for f, c in TABLE_COLUMNS.items()}
+            gpus = int(cells[col[GPUS_COLUMN]]) if GPUS_COLUMN in col else None
             measured = (
                 float(cells[col[MEASURED_COLUMN]]) / 1e3
                 if MEASURED_COLUMN in col and cells[col[MEASURED_COLUMN]].strip()
@@ -1017,5 +1071,11 @@ def read_layout_table(path: str | pathlib.Path, **layout_options) -> list[Layout
         model = TransformerModel(
             values.pop("hidden"), values.pop("heads"), values.pop("layers"), values.pop("seq_len")
         )
-        rows.append(LayoutRow(model, ParallelLayout(**values, **layout_options), measured, k))
+        layout = ParallelLayout(**values, **layout_options)
+        gpus = layout.gpus if gpus is None else gpus
+        if gpus < layout.gpus:
+            raise ScenarioError(
+                f"{path}: line {k}: {GPUS_COLUMN} = {gpus} is fewer than the layout's tp x pp x dp = {layout.gpus}"
+            )
+        rows.append(LayoutRow(model, layout, measured, k, gpus))
     return rows

@@ -21,6 +21,7 @@ from netsim.workloads import (
     link_rates,
     memory_per_gpu,
     optimizer_seconds,
+    program_size,
     read_layout_table,
     training_workload,
 )
@@ -175,6 +176,23 @@ def test_closed_form_matches_the_simulation_across_servers(layout, rates):
     assert estimate == pytest.approx(simulated, rel=0.01)
 
 
+@pytest.mark.parametrize("per_layer", [False, True])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        ParallelLayout(tp=16, global_batch=2),  # TP over both servers: 8 ring channels
+        ParallelLayout(tp=2, pp=2, dp=4, global_batch=8, overlap_dp=True, dp_bucket_bytes=1e5),
+        ParallelLayout(pp=4, dp=4, global_batch=32, schedule="interleaved", chunks=2, recompute="full"),
+        ParallelLayout(tp=4, pp=2, dp=2, global_batch=8, schedule="zb-h1"),
+    ],
+)
+def test_program_size_counts_what_is_compiled(layout, per_layer):
+    model = TransformerModel(hidden=256, heads=16, layers=8, seq_len=128, vocab=1000)
+    job = training_workload(DGX2, DGX2.workers, model, layout, compute=COMPUTE, per_layer=per_layer)
+    size = program_size(DGX2, DGX2.workers, model, layout, per_layer=per_layer)
+    assert size == len(job.workload.flows) + len(job.workload.tasks)
+
+
 def test_korthikanti_activation_formula_and_zero_splits():
     model = TransformerModel(hidden=1024, heads=16, layers=8, seq_len=512, vocab=0)
     s, b, h, a = 512, 2, 1024, 16
@@ -223,6 +241,26 @@ def test_vtrain_table_reads():
     assert (first.layout.pp, first.layout.micro_batch, first.layout.global_batch) == (2, 8, 16)
     assert first.model.hidden == 1024 and first.measured == pytest.approx(0.372160408)
     assert all(r.layout.gpus in (2, 4, 8) for r in rows)
+    assert all(r.gpus == r.layout.gpus for r in rows) and rows[1].gpus == 8  # the "# GPUs" column
+
+
+def test_layout_table_errors_name_the_line(tmp_path):
+    header = (
+        "# GPUs,global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+        "tensor parallelism,data parallelism,pipeline parallelism\n"
+    )
+    table = tmp_path / "t.csv"
+    table.write_text(header + "8,8,1,256,8,4,128,2,2,2\n4,8,1,256,8,4,128,2,2,2\n")
+    with pytest.raises(
+        ScenarioError, match=r"line 3: # GPUs = 4 is fewer than the layout's tp x pp x dp = 8"
+    ):
+        read_layout_table(table)
+    table.write_text(header + "8,8,1,256,8,4,x,2,2,2\n")
+    with pytest.raises(ScenarioError, match="line 2: expected whole numbers"):
+        read_layout_table(table)
+    table.write_text(header.replace("hidden size,", "") + "8,8,1,8,4,128,2,2,2\n")
+    with pytest.raises(ScenarioError, match="no header line"):
+        read_layout_table(table)
 
 
 @pytest.mark.parametrize(
