@@ -99,8 +99,8 @@ KNOWN_MISSES = {  # curve -> why the shipped preset misses the targets there (do
     "to lift its average latency past its thresholds; run 10x longer BookSim is unstable at 0.0075 and its "
     "latency keeps growing at 0.00714: its steady-state saturation, 0.0068-0.0071, is 2-7 % above the model's",
     "torus8_transpose_ps4": "the last scored point (0.9 x saturation) 32 % low: BookSim's latency turns up "
-    "well before saturation where the model's queues, fed by one port each, stay short (a wait for a VC of the "
-    "packet's dateline class fixes it but costs the 2-VC mesh curve its mean: docs/latency.md)",
+    "well before saturation where the model's queues, fed by one port each, stay short (an Erlang-C wait for a "
+    "VC of the packet's dateline class, a kernel term not in the shipped model, fixes it: docs/latency.md)",
 }
 
 
