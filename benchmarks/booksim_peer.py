@@ -8,7 +8,9 @@ cache, second with it warm), and prints both curves side by side, the errors and
         --rates 0.005,0.015,0.025,0.035,0.045 [--booksim PATH] [--record OUT.json]
 
 --booksim defaults to $HOME/.cache/booksim/booksim (build it from github.com/booksim/booksim2: `cd src &&
-make`). --record writes BookSim's curve in the format of netsim/data/booksim/*.json.
+make`). --record writes BookSim's curve in the format of netsim/data/booksim/*.json. --sample-period N
+lengthens BookSim's runs (its sample_period, default 1000 cycles): past saturation of a few channels only
+their flows are throttled, and a default-length run can end before their queues lift its averages.
 """
 
 from __future__ import annotations
@@ -137,10 +139,13 @@ def main() -> None:
     ap.add_argument("--buffer", type=int)
     ap.add_argument("--timeout", type=float, default=600, help="seconds per BookSim point")
     ap.add_argument("--record", help="write BookSim's curve here (netsim/data/booksim format)")
+    ap.add_argument("--sample-period", type=int, help="BookSim's sample_period (cycles; default 1000)")
     args = ap.parse_args()
     if not os.path.exists(args.booksim):
         sys.exit(f"booksim_peer: no BookSim2 binary at {args.booksim} (--booksim PATH)")
     cfg = booksim_config(args.topology, args.traffic, args.packet_size, args.vcs, args.buffer)
+    if args.sample_period:
+        cfg["sample_period"] = args.sample_period
     rates = [float(r) for r in args.rates.split(",")]
     t0, c0 = time.perf_counter(), children_cpu()
     points = []
