@@ -94,10 +94,16 @@ def _pack(curves: list[Curve]):
     """Loads and rates stacked for one `netsim.vmap_latency` call; rates padded (mask) to the longest curve."""
     loads: list[Load] = [shape_load(c.topology, c.traffic) for c in curves]
     width = max(x.load.size for x in loads)
+    classes = max(x.class_share.shape[0] for x in loads)
     n_rates = max(c.rates.size for c in curves)
 
     def pad(a, n, fill=0.0):
         return np.concatenate([a, np.full(n - a.size, fill)])
+
+    def pad_share(x: Load):  # no packets in padding classes or channels
+        out = np.zeros((classes, width))
+        out[: x.class_share.shape[0], : x.load.size] = x.class_share
+        return out
 
     batch = dict(  # netsim.vmap_latency's arguments but service, then the router fields each curve sets
         rate=np.stack([pad(c.rates, n_rates, c.rates[0]) for c in curves]),
@@ -105,6 +111,8 @@ def _pack(curves: list[Curve]):
         contention=np.stack([pad(x.contention, width) for x in loads]),
         divergence=np.stack([pad(x.divergence, width) for x in loads]),
         exits=np.stack([pad(x.exits, width) for x in loads]),
+        class_share=np.stack([pad_share(x) for x in loads]),
+        vc_split=np.stack([pad(x.vc_split, width, 1.0) for x in loads]),
         nodes=np.array([float(x.nodes) for x in loads]),
         hops=np.array([x.hops for x in loads]),
         flits=np.array([float(c.flits) for c in curves]),
@@ -196,7 +204,10 @@ def errors(router: Router, curves: list[Curve], *, plain_md1: bool = False) -> l
     batch, target, mask = _pack(curves)
     if plain_md1:
         batch = dict(
-            batch, contention=jnp.where(batch["load"] > 0, 1.0, 0.0), divergence=0 * batch["divergence"]
+            batch,
+            contention=jnp.where(batch["load"] > 0, 1.0, 0.0),
+            divergence=0 * batch["divergence"],
+            class_share=0 * batch["class_share"],  # no VC waits, no VC-pool saturation
         )
     latency, saturation = predict(router, batch)
     rows = []

@@ -24,21 +24,31 @@ latency, creation to tail ejection, is
       which is M/D/1 with flits - 1 in place of flits
     + network queues: at each channel on its path the M/G/1 wait (kernels.queueing) of the packets that
       entered the router by other ports than its own (`contention`), at most `limit` cycles
+    + VC waits: at each channel, for packets that entered by the same port as the one ahead (1 - contention,
+      which the M/G/1 term leaves out: the channel before spaced them), the wait for a free VC of the
+      packet's class (`vc_wait`): Erlang-C over the class's VCs, each held for the packet's holding time
+      plus the VC's turnaround
 
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
-does: saturation = 1 / max_c(load * holding / efficiency), or at the injection channel
-(1 / flits), whichever is lower; accepted throughput is the offered rate up to it.
+does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / flits), or where
+a class's VCs are all held (`vc_saturation`), whichever is lowest; accepted throughput is the offered rate
+up to it.
 
-Pure and differentiable in every float argument; callers vmap (netsim.latency).
+Pure and differentiable in every float argument (a class's VC count is whole: `vc_servers` floors it);
+callers vmap (netsim.latency).
 """
 
 from __future__ import annotations
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from .queueing import mg1_wait, queueing_delay
+
+#: most VCs one class may use on a channel (the Erlang-C recursion runs to it: a static loop)
+MAX_VCS = 64
 
 
 class Router(eqx.Module):
@@ -111,6 +121,60 @@ def channel_efficiency(
     return 1 / (1 + router.blocking * divergence * vc_turnaround(router, exits) / router.vcs)
 
 
+def vc_servers(router: Router, vc_split: Float[Array, " C"]) -> Float[Array, " C"]:
+    """VCs a packet's class may use on each channel: the router's VCs divided among `vc_split` classes
+    (BookSim's dateline classes on a torus take half each), whole, at least 1."""
+    return jnp.maximum(jnp.floor(router.vcs / vc_split), 1.0)
+
+
+def erlang_c(servers: Float[Array, "*s"], offered: Float[Array, "*s"]) -> Float[Array, "*s"]:
+    """Chance that an arrival waits in an M/M/c queue: c = `servers` (whole, <= MAX_VCS), offered load
+    a = arrival rate x holding time < c. Erlang B by its recursion B_k = a B_(k-1) / (k + a B_(k-1)), then
+    C = B / (1 - rho + rho B) with rho = a / c."""
+    step = lambda k, b: jnp.where(k <= servers, offered * b / (k + offered * b), b)
+    blocked = jax.lax.fori_loop(1, MAX_VCS + 1, step, jnp.ones_like(offered))
+    rho = offered / servers
+    return blocked / (1 - rho + rho * blocked)
+
+
+def vc_occupancy(
+    router: Router, service: Float[Array, " C"], contention: Float[Array, " C"], exits: Float[Array, " C"]
+) -> Float[Array, " C"]:
+    """Cycles a packet keeps an output VC: its holding time on the channel, then the VC's turnaround."""
+    return holding_time(router, service, contention) + vc_turnaround(router, exits)
+
+
+def vc_wait(
+    rate: Float[Array, " R"],
+    load: Float[Array, " C"],
+    class_share: Float[Array, "K C"],
+    occupancy: Float[Array, " C"],
+    servers: Float[Array, " C"],
+) -> Float[Array, "R K C"]:
+    """Cycles a packet of each class waits for a free VC of its class on each channel: the M/D/c wait, taken
+    as half the M/M/c (Erlang-C) wait C(c, a) x occupancy / (c - a), as M/D/1 is half M/M/1; a = rate x
+    load x class share x occupancy, the class's VCs held on average. inf where a >= c."""
+    offered = rate[:, None, None] * (load[None, :] * class_share * occupancy[None, :])[None]
+    servers = jnp.broadcast_to(servers, offered.shape)
+    occupancy = jnp.broadcast_to(occupancy, offered.shape)
+    free = offered < servers
+    safe = jnp.where(free, offered, 0.0)
+    wait = 0.5 * erlang_c(servers, safe) * occupancy / (servers - safe)
+    return jnp.where(free, wait, jnp.inf)
+
+
+def vc_saturation(
+    load: Float[Array, " C"],
+    class_share: Float[Array, "K C"],
+    occupancy: Float[Array, " C"],
+    servers: Float[Array, " C"],
+) -> Float[Array, ""]:
+    """Packets per node per cycle at which some class's VCs on some channel are all held (inf: none used)."""
+    held = load[None, :] * class_share * occupancy[None, :]  # VCs held per unit rate
+    used = held > 0
+    return jnp.min(jnp.where(used, servers[None, :] / jnp.where(used, held, 1.0), jnp.inf))
+
+
 def saturation_rate(
     router: Router,
     load: Float[Array, " C"],
@@ -118,12 +182,18 @@ def saturation_rate(
     contention: Float[Array, " C"],
     divergence: Float[Array, " C"],
     exits: Float[Array, " C"],
+    class_share: Float[Array, "K C"],
+    vc_split: Float[Array, " C"],
     flits: Float[Array, ""],
 ) -> Float[Array, ""]:
-    """Packets per node per cycle at which the busiest channel, or the injection channel, is full."""
+    """Packets per node per cycle at which the busiest channel, the injection channel or some class's VCs
+    are full."""
     holding = holding_time(router, service, contention)
     busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
-    return jnp.minimum(1 / busiest, 1 / flits)
+    pool = vc_saturation(
+        load, class_share, vc_occupancy(router, service, contention, exits), vc_servers(router, vc_split)
+    )
+    return jnp.minimum(jnp.minimum(1 / busiest, 1 / flits), pool)
 
 
 def load_latency(
@@ -133,6 +203,8 @@ def load_latency(
     contention: Float[Array, " C"],
     divergence: Float[Array, " C"],
     exits: Float[Array, " C"],
+    class_share: Float[Array, "K C"],
+    vc_split: Float[Array, " C"],
     nodes: Float[Array, ""],
     hops: Float[Array, ""],
     flits: Float[Array, ""],
@@ -152,6 +224,9 @@ def load_latency(
             that leave by another output): those block it at the head of the queue.
         exits: the share of the channel's packets that leave the network at its end (1 on ejection
             channels, 0 between routers).
+        class_share: the share of the channel's packets in each of K VC classes (a torus's dateline
+            classes; one class with share 1 elsewhere; padding classes 0).
+        vc_split: the number of classes the channel's VCs are divided among (a class uses vcs / vc_split).
         nodes: injecting nodes N: sum(load) / N is the mean number of channels a packet queues at.
         hops: router-to-router channels a packet crosses, averaged over packets.
         flits: flits per packet (its serialization behind the head, and its time on the injection channel).
@@ -164,11 +239,18 @@ def load_latency(
     wait = queueing_delay(
         rho, full((holding * contention)[None, :]), full(router.variability), full(router.limit)
     )
+    # packets behind one from their own port wait for a VC of their class, not for the channel
+    occupancy = vc_occupancy(router, service, contention, exits)
+    same_port = (class_share * (1 - contention)[None, :])[None]  # keep 0 * inf out where none waits
+    by_class = vc_wait(rate, load, class_share, occupancy, vc_servers(router, vc_split))
+    wait = wait + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
     used = (load > 0)[None, :]  # idle channels (padding) may wait inf: keep 0 * inf out of the sum
     network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
     source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
-    saturation = saturation_rate(router, load, service, contention, divergence, exits, flits)
+    saturation = saturation_rate(
+        router, load, service, contention, divergence, exits, class_share, vc_split, flits
+    )
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     return Curve(

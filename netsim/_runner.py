@@ -39,7 +39,19 @@ CONSERVATION_RTOL = 1e-9
 # dimensions of one scenario's leaves, as kernels.run takes them
 _NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
 # dimensions of one curve's arguments, as kernels.latency.load_latency takes them (the router's: 0)
-_LATENCY_NDIM = dict(rate=1, load=1, service=1, contention=1, divergence=1, exits=1, nodes=0, hops=0, flits=0)
+_LATENCY_NDIM = dict(
+    rate=1,
+    load=1,
+    service=1,
+    contention=1,
+    divergence=1,
+    exits=1,
+    class_share=2,
+    vc_split=1,
+    nodes=0,
+    hops=0,
+    flits=0,
+)
 
 
 # --- traceable ------------------------------------------------------------------------------------------
@@ -88,13 +100,24 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
 
 
 def vmap_latency(
-    rate, load, service, contention, divergence, exits, nodes, hops, flits, router: latency.Router
+    rate,
+    load,
+    service,
+    contention,
+    divergence,
+    exits,
+    class_share,
+    vc_split,
+    nodes,
+    hops,
+    flits,
+    router: latency.Router,
 ) -> latency.Curve:
     """`kernels.latency.load_latency` on every point of a batch; traceable. An argument (or a field of
     `router`) with one more dimension than the kernel takes varies per point, any other is shared by
-    every point (as `batch_axes` reads the engine's inputs): rate and the channel arrays take 1, nodes,
-    hops, flits and the router's fields 0. The Curve's fields gain a leading batch axis."""
-    args = (rate, load, service, contention, divergence, exits, nodes, hops, flits)
+    every point (as `batch_axes` reads the engine's inputs): rate and the channel arrays take 1,
+    class_share 2 (classes x channels), nodes, hops, flits and the router's fields 0. The Curve's fields gain a leading batch axis."""
+    args = (rate, load, service, contention, divergence, exits, class_share, vc_split, nodes, hops, flits)
     axes = [_axis(x, ndim, name) for x, (name, ndim) in zip(args, _LATENCY_NDIM.items(), strict=True)]
     router_axes = jax.tree_util.tree_map_with_path(
         lambda path, x: _axis(x, 0, "router" + jax.tree_util.keystr(path)), router

@@ -33,6 +33,8 @@ class Load:
     contention: np.ndarray  # 1 - sum over input ports of their share squared (see kernels.latency)
     divergence: np.ndarray  # head-of-line exposure at the channel's inputs (see kernels.latency)
     exits: np.ndarray  # share of the channel's packets that leave the network at its end
+    class_share: np.ndarray  # [classes, channels]: share of each channel's packets in each VC class
+    vc_split: np.ndarray  # classes each channel's VCs are divided among (a class uses vcs / vc_split)
     nodes: int
     hops: float  # router-to-router channels per packet, averaged
     channel_names: tuple[str, ...]
@@ -59,12 +61,23 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     wrapped = np.where(load > 0, wrapping / np.where(load > 0, load, 1.0), 0.0)[: cube.channels]
     diverge[: cube.channels] *= cube.vc_classes * (wrapped**2 + (1 - wrapped) ** 2)
     exits = np.concatenate([np.zeros(cube.channels), np.ones(cube.nodes)])
+    # the same split for the wait for a free VC (kernels.latency.vc_wait): on a torus the wrapping packets
+    # are one class, the rest the other, each on half the VCs; ejection channels and meshes: one class
+    split = np.ones(load.size)
+    share = (load > 0)[None, :] * np.ones((cube.vc_classes, load.size))
+    if cube.torus:
+        split[: cube.channels] = 2.0
+        share[0, : cube.channels], share[1, : cube.channels] = wrapped, 1 - wrapped
+        share[0, cube.channels :] = 0.0
+    share[:, load == 0] = 0.0
     return Load(
         f"{cube.name} {pattern}",
         load,
         contend,
         diverge,
         exits,
+        share,
+        split,
         cube.nodes,
         cube.mean_hops(traffic),
         names,
@@ -126,6 +139,8 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     rates = check_rates(rates)
     width = max(x.load.size for x in loads)
     load, contend, diverge, exits = (np.zeros((len(loads), width)) for _ in range(4))
+    share = np.zeros((len(loads), max(x.class_share.shape[0] for x in loads), width))  # padding: no class
+    split = np.ones((len(loads), width))
     flits = np.asarray(flits, dtype=float)
     service = np.repeat(flits[:, None], width, axis=1)  # a packet holds a channel for its flits
     for i, x in enumerate(loads):
@@ -135,6 +150,8 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         contend[i, : x.load.size] = x.contention
         diverge[i, : x.load.size] = x.divergence
         exits[i, : x.load.size] = x.exits
+        share[i, : x.class_share.shape[0], : x.load.size] = x.class_share
+        split[i, : x.load.size] = x.vc_split
     # the shape's cycles per router-to-router channel where it fixes them, else the router's
     routers = [
         r if x.link is None else eqx.tree_at(lambda t: t.link, r, np.float64(x.link))
@@ -149,6 +166,8 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         contend,
         diverge,
         exits,
+        share,
+        split,
         np.array([float(x.nodes) for x in loads]),
         np.array([x.hops for x in loads]),
         flits,

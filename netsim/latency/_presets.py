@@ -21,7 +21,7 @@ import numpy as np
 
 from .._errors import ScenarioError
 from ..data import DATA_DIR
-from ..kernels.latency import Router
+from ..kernels.latency import MAX_VCS, Router
 
 FITTED = "latency_booksim.json"
 
@@ -84,6 +84,8 @@ def booksim(vcs: int | None = None, buffer: int | None = None, clock_hz: float |
     for field, value in (("vcs", vcs), ("buffer", buffer)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ScenarioError(f"{field}: must be a whole number >= 1, got {value!r}")
+    if vcs is not None and vcs > MAX_VCS:  # the VC wait's Erlang-C recursion is a loop of that length
+        raise ScenarioError(f"vcs: at most {MAX_VCS} virtual channels, got {vcs!r}")
     clock_hz = _check_clock(clock_hz)
     return RouterPreset(
         name="booksim",

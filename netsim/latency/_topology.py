@@ -47,4 +47,16 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
     router = np.array([node_of[topo.link[lid].src] for lid in links])
     contend, diverge = port_mix(load, inputs, router, random_port=len(links))
     exits = np.where(load > 0, ending / np.where(load > 0, load, 1.0), 0.0)
-    return Load(name or topo.name, load, contend, diverge, exits, len(sources), hops / total, tuple(links))
+    share = (load > 0)[None, :].astype(float)  # one VC class, all the VCs
+    return Load(
+        name or topo.name,
+        load,
+        contend,
+        diverge,
+        exits,
+        share,
+        np.ones(load.size),
+        len(sources),
+        hops / total,
+        tuple(links),
+    )

@@ -1,10 +1,12 @@
 """The steady-state latency kernel against closed forms, and its derivatives against finite differences."""
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from netsim.kernels.latency import Router, load_latency
+from netsim.kernels.latency import Router, erlang_c, load_latency, vc_wait
 
 _latency = jax.jit(load_latency)  # one compile per shape, not eager op by op
 
@@ -38,6 +40,8 @@ def _one_queue(rate, flits, router):
         one,
         0.0 * one,
         one,  # an ejection channel: all its packets leave the network at its end
+        one[None, :],  # one VC class, all the VCs
+        one,
         jnp.asarray(1.0),
         jnp.asarray(0.0),
         jnp.asarray(flits),
@@ -71,6 +75,8 @@ def test_wait_is_bounded_by_the_buffer_and_cross_port_share():
         0.5 * jnp.ones(1),
         jnp.zeros(1),
         jnp.ones(1),
+        jnp.zeros((1, 1)),  # no VC classes: the M/G/1 part alone
+        jnp.ones(1),
         jnp.asarray(1.0),
         jnp.asarray(0.0),
         jnp.asarray(4.0),
@@ -94,6 +100,8 @@ def test_head_of_line_loss_by_hand(exits, link):
         jnp.asarray([0.5]),
         jnp.asarray([0.4]),
         jnp.asarray([exits]),
+        jnp.ones((1, 1)),  # the VC pool (4 VCs, held ~10-14 cycles a packet) fills well above saturation
+        jnp.ones(1),
         jnp.asarray(4.0),
         jnp.asarray(1.0),
         jnp.asarray(4.0),
@@ -108,9 +116,12 @@ def test_derivatives_match_finite_differences():
     share = jnp.asarray([0.2, 0.5, 0.6, 0.4])
     diverge = jnp.asarray([0.1, 0.3, 0.2, 0.0])
     exits = jnp.asarray([0.0, 0.0, 0.5, 1.0])
+    classes = jnp.asarray([[0.3, 0.5, 0.0, 0.0], [0.7, 0.5, 1.0, 1.0]])
 
     def mean_latency(p):
-        r = _router(base=p[0], blocking=p[1], overhead=p[2], wormhole=p[3], variability=p[4], buffer=2.0)
+        r = _router(
+            base=p[0], blocking=p[1], overhead=p[2], wormhole=p[3], variability=p[4], buffer=2.0, vcs=4.0
+        )
         out = _latency(
             jnp.asarray([0.005, 0.012]),
             load * p[5],
@@ -118,6 +129,8 @@ def test_derivatives_match_finite_differences():
             share,
             diverge,
             exits,
+            classes,
+            jnp.asarray([2.0, 2.0, 2.0, 1.0]),  # two classes on half the VCs each between routers
             jnp.asarray(4.0),
             jnp.asarray(2.0),
             jnp.asarray(4.0),
@@ -132,3 +145,74 @@ def test_derivatives_match_finite_differences():
         fd = (mean_latency(p.at[i].add(h)) - mean_latency(p.at[i].add(-h))) / (2 * h)
         np.testing.assert_allclose(grad[i], fd, rtol=1e-5, atol=1e-8)
     assert np.all(np.asarray(grad) != 0)  # every parameter moves the answer
+
+
+def _erlang_c_by_its_sum(c, a):
+    # textbook form: (a^c / c!) (c / (c - a)) over sum_{k<c} a^k / k! + the same term
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+
+
+@pytest.mark.parametrize("c", [1, 2, 3, 4, 8])
+def test_erlang_c_against_its_sum(c):
+    a = np.array([0.05, 0.4, 0.8, 0.97]) * c
+    got = jax.jit(erlang_c)(jnp.full(a.shape, float(c)), jnp.asarray(a))
+    np.testing.assert_allclose(got, [_erlang_c_by_its_sum(c, x) for x in a], rtol=1e-12)
+
+
+def test_vc_wait_by_hand():
+    occupancy, rate, load = jnp.asarray([10.0]), jnp.asarray([0.01, 0.05]), jnp.asarray([1.0])
+    share = jnp.ones((1, 1))
+    # one VC: half the M/M/1 wait, which is the M/D/1 wait a * occupancy / (2 (1 - a)), a = rate x occupancy
+    a = np.asarray(rate) * 10.0
+    one = vc_wait(rate, load, share, occupancy, jnp.asarray([1.0]))
+    np.testing.assert_allclose(one[:, 0, 0], a * 10.0 / (2 * (1 - a)), rtol=1e-12)
+    # two VCs at a = 1.2 (rate 0.12): C = a^2 / (a^2 + (2 - a)(1 + a)) = 1.44 / 3.2 = 0.45,
+    # wait = 0.5 x 0.45 x 10 / (2 - 1.2) = 2.8125 cycles
+    two = vc_wait(jnp.asarray([0.12]), load, share, occupancy, jnp.asarray([2.0]))
+    np.testing.assert_allclose(two[0, 0, 0], 2.8125, rtol=1e-12)
+    assert np.isinf(vc_wait(jnp.asarray([0.2]), load, share, occupancy, jnp.asarray([2.0]))[0, 0, 0])
+
+
+@pytest.mark.parametrize("vcs, split, servers", [(1.0, 1.0, 1), (8.0, 2.0, 4), (3.0, 2.0, 1)])
+def test_same_port_packets_wait_for_a_vc_of_their_class(vcs, split, servers):
+    # one channel fed by one port (contention 0: no M/G/1 wait): the wait is the Erlang-C one over
+    # floor(vcs / split) VCs, each held for the packet's 4 flits plus the turnaround into a terminal
+    # (pipeline 3 + channel and credit 2); the pool fills at rate servers / 9
+    r = _router(vcs=vcs)
+    one = jnp.ones(1)
+    out = _latency(
+        jnp.asarray([0.02, 0.05]),
+        one,
+        4 * one,
+        0 * one,
+        0 * one,
+        one,
+        one[None, :],
+        split * one,
+        jnp.asarray(1.0),
+        jnp.asarray(0.0),
+        jnp.asarray(4.0),
+        r,
+    )
+    a = np.array([0.02, 0.05]) * 9.0
+    want = [0.5 * _erlang_c_by_its_sum(servers, x) * 9.0 / (servers - x) for x in a]
+    np.testing.assert_allclose(out.wait[:, 0], want, rtol=1e-12)
+    np.testing.assert_allclose(out.saturation, min(servers / 9.0, 1 / 4.0), rtol=1e-12)
+
+
+def test_vc_wait_derivatives_match_finite_differences():
+    share = jnp.asarray([[0.25, 0.0], [0.75, 1.0]])
+    servers = jnp.asarray([4.0, 2.0])
+
+    def total(p):
+        w = vc_wait(jnp.asarray([p[0], 0.5 * p[0]]), jnp.asarray([1.0, 2.0]) * p[1], share, p[2:4], servers)
+        return jnp.sum(jnp.where(share[None] > 0, w, 0.0))
+
+    p = jnp.asarray([0.03, 1.2, 10.0, 14.0])
+    grad = jax.grad(total)(p)
+    for i in range(p.size):
+        h = 1e-6 * max(1.0, float(p[i]))
+        fd = (total(p.at[i].add(h)) - total(p.at[i].add(-h))) / (2 * h)
+        np.testing.assert_allclose(grad[i], fd, rtol=1e-6)
+    assert np.all(np.asarray(grad) > 0)  # more traffic or longer holding: longer waits
