@@ -47,14 +47,15 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
     router = np.array([node_of[topo.link[lid].src] for lid in links])
     contend, diverge = port_mix(load, inputs, router, random_port=len(links))
     exits = np.where(load > 0, ending / np.where(load > 0, load, 1.0), 0.0)
-    share = (load > 0)[None, :].astype(float)  # one VC class, all the VCs
+    # no VC classes, so no wait for a VC (kernels.latency.vc_wait): its turnaround is BookSim's router's,
+    # in its cycles, which a netsim link (its own units, no router pipeline) does not have
     return Load(
         name or topo.name,
         load,
         contend,
         diverge,
         exits,
-        share,
+        np.zeros((1, load.size)),
         np.ones(load.size),
         len(sources),
         hops / total,

@@ -236,6 +236,7 @@ def test_topology_load_on_a_netsim_topology():
     # xcd0's injected packets arrive at random (contention 1); further on they follow one port (0)
     contend = dict(zip(one.channel_names, one.contention, strict=True))
     assert contend[path[0]] == 1.0 and contend[path[1]] == 0.0
+    assert not one.class_share.any()  # no VC classes: BookSim's VC turnaround has no meaning on these links
     # at iod1 -> iod3 packets from xcd0 (port iod0->iod1) and xcd2 (port xcd2->iod1) meet, half each
     two = nl.topology_load(topo, {("xcd0", "hbm7"): 1.0, ("xcd2", "hbm7"): 1.0})
     contend = dict(zip(two.channel_names, two.contention, strict=True))
