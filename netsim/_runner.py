@@ -116,7 +116,8 @@ def vmap_latency(
     """`kernels.latency.load_latency` on every point of a batch; traceable. An argument (or a field of
     `router`) with one more dimension than the kernel takes varies per point, any other is shared by
     every point (as `batch_axes` reads the engine's inputs): rate and the channel arrays take 1,
-    class_share 2 (classes x channels), nodes, hops, flits and the router's fields 0. The Curve's fields gain a leading batch axis."""
+    class_share 2 (classes x channels), nodes, hops, flits and the router's fields 0. The Curve's fields
+    gain a leading batch axis."""
     args = (rate, load, service, contention, divergence, exits, class_share, vc_split, nodes, hops, flits)
     axes = [_axis(x, ndim, name) for x, (name, ndim) in zip(args, _LATENCY_NDIM.items(), strict=True)]
     router_axes = jax.tree_util.tree_map_with_path(

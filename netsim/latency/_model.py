@@ -64,11 +64,11 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     # the same split for the wait for a free VC (kernels.latency.vc_wait): on a torus the wrapping packets
     # are one class, the rest the other, each on half the VCs; ejection channels and meshes: one class
     split = np.ones(load.size)
-    share = (load > 0)[None, :] * np.ones((cube.vc_classes, load.size))
+    split[: cube.channels] = cube.vc_classes
+    share = np.zeros((cube.vc_classes, load.size))
+    share[-1] = load > 0  # one class: all of a mesh, a torus's ejection channels
     if cube.torus:
-        split[: cube.channels] = 2.0
         share[0, : cube.channels], share[1, : cube.channels] = wrapped, 1 - wrapped
-        share[0, cube.channels :] = 0.0
     share[:, load == 0] = 0.0
     return Load(
         f"{cube.name} {pattern}",
