@@ -52,8 +52,8 @@ def rocm_server(
     "rc{i}" to "cpu{k}", its NUMA node from the "Numa Nodes" block (node 0 without one); NUMA nodes are
     joined pairwise by socket links. Routes (`XgmiRouter`) take the least latency, then the fewest hops:
     with XGMI hops cheaper than host hops, GPUs two XGMI hops apart route over XGMI (rocm-smi's Hops say 2
-    there), PCIE pairs and host copies through the host. The built routes'
-    XGMI hop counts are checked against the Hops matrix.
+    there), PCIE pairs and host copies through the host. With both a Link Type and a Hops matrix, every
+    XGMI pair's route is checked against its hop count.
 
     Args:
         source: a path, or a `netsim.traces.Trace` from `read_trace`, holding a Link Type matrix (from
@@ -143,7 +143,7 @@ def rocm_server(
         XgmiRouter(),
         tuple(f"gpu{i}" for i in range(n)),
     )
-    if hops is not None:
+    if hops is not None and types is not None:
         _check_hops(where, topo, types, hops)
     return topo
 
@@ -158,11 +158,11 @@ def _check_symmetric(where: str, m: RocmMatrix) -> None:
             )
 
 
-def _check_hops(where: str, topo: Topology, types: RocmMatrix | None, hops: RocmMatrix) -> None:
+def _check_hops(where: str, topo: Topology, types: RocmMatrix, hops: RocmMatrix) -> None:
     """Every XGMI pair's route crosses as many GPU <-> GPU links as rocm-smi's Hops matrix says."""
     for i in range(hops.n):
         for j in range(hops.n):
-            if i == j or (types is not None and types.cells[i][j].upper() != "XGMI"):
+            if i == j or types.cells[i][j].upper() != "XGMI":
                 continue
             route = topo.route(f"gpu{i}", f"gpu{j}")
             xgmi = sum(topo.kind[topo.link[x].src] == topo.kind[topo.link[x].dst] == "gpu" for x in route)
