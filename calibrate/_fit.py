@@ -80,8 +80,8 @@ class FitResult:
         loss: their loss (mean squared log-time error).
         history: loss per step.
         steps: steps taken.
-        stopped: "converged" (no relative progress over `patience` steps, or `target` reached) or
-            "max_steps".
+        stopped: "converged" (no relative progress over `patience` steps, the loss's Gauss-Newton
+            model promising none either, or `target` reached) or "max_steps".
         simulated: per experiment, the simulated times (s) at `params`.
         curvature: the loss's Gauss-Newton curvature J^T W J at `params` over the flat parameters
             (`ravel_pytree` order; rows and columns of held parameters are 0): see `identifiability`.
@@ -153,7 +153,8 @@ def fit(
         learning_rate: peak Adam rate (in log units), decayed by a cosine to 1 % at `steps`.
         freeze: parameters held at their starting values (see `free_indices`).
         patience, tol: stop early once the best loss has not improved by a fraction `tol` for
-            `patience` steps.
+            `patience` steps, or once the loss's Gauss-Newton model (from the Jacobian each step computes)
+            finds no point below the best loss by a fraction `tol`, along the directions the data pins.
         target: stop once the loss is at most this.
         progress: called with one line every `log_every` steps and at the end; None for silence.
     """
@@ -188,6 +189,7 @@ def fit(
         free = tuple(free)
         step = lambda p, state: _step(p, state, laid, free)
         check = lambda out: _check(out, laid, where, experiments)
+        floor = lambda out, value: _gauss_newton_floor(*_gauss_newton(laid, out, free, mask.size), value)
         best, best_loss, out, history, stopped = descend(
             step,
             params,
@@ -199,18 +201,41 @@ def fit(
             progress=progress,
             log_every=log_every,
             check=check,
+            floor=floor,
             describe=lambda v: f"rms log-time error {math.sqrt(v):.2%}",
         )
         best_times = np.asarray(jax.device_get(jnp.concatenate([t for t, _, _, _ in out])))
     simulated = _split(laid, where, best_times)
-    curvature = np.zeros((mask.size, mask.size))
-    for b, (_, _, _, jac), idx in zip(laid, out, free, strict=True):  # Gauss-Newton J^T W J at `best`
-        idx, jac = np.asarray(idx), np.asarray(jax.device_get(jac))
-        curvature[np.ix_(idx, idx)] += (jac * np.asarray(b.weight)) @ jac.T
+    _, curvature = _gauss_newton(laid, out, free, mask.size)  # at `best`
     fitted = np.unique(np.concatenate([np.asarray(i) for i in free])).astype(np.int32)
     return FitResult(
         jax.device_get(best), best_loss, tuple(history), len(history), stopped, simulated, curvature, fitted
     )
+
+
+def _gauss_newton(laid, out, free, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(J^T W r, J^T W J) over the n flat parameters from a step's aux `out` (rows and columns of the
+    parameters a batch does not move are 0): the loss sum(W r^2) is r^T W r, its Gauss-Newton model
+    about the point is (r + J s)^T W (r + J s)."""
+    g, c = np.zeros(n), np.zeros((n, n))
+    for b, (times, _, _, jac), idx in zip(laid, out, free, strict=True):
+        idx, jac = np.asarray(idx), np.asarray(jax.device_get(jac))
+        w = np.asarray(b.weight)
+        r = np.log(np.asarray(jax.device_get(times)) / np.asarray(b.measured))
+        g[idx] += jac @ (w * r)
+        c[np.ix_(idx, idx)] += (jac * w) @ jac.T
+    return g, c
+
+
+def _gauss_newton_floor(g: np.ndarray, c: np.ndarray, loss: float) -> float:
+    """The lowest loss of the Gauss-Newton model (r + J s)^T W (r + J s) about a point of loss r^T W r,
+    with g = J^T W r and c = J^T W J: loss - g^T c^+ g, over the directions of numerically nonzero
+    curvature (flat ones, which the data does not pin, promise nothing)."""
+    lam, vec = np.linalg.eigh(c)
+    keep = lam > 1e-9 * max(float(lam.max(initial=0.0)), 0.0)
+    if not keep.any():
+        return loss
+    return loss - float(np.sum((vec[:, keep].T @ g) ** 2 / lam[keep]))
 
 
 def descend(
@@ -225,6 +250,7 @@ def descend(
     progress: Callable[[str], None] | None,
     log_every: int,
     check: Callable[[object], None] = lambda aux: None,
+    floor: Callable[[object, float], float] | None = None,
     describe: Callable[[float], str] = lambda value: "",
 ) -> tuple[object, float, object, tuple[float, ...], str]:
     """The optimizer loop every fit shares: Adam (`_OPTIM`) with a cosine-decayed rate, keeping the best
@@ -236,6 +262,9 @@ def descend(
         step: (params, opt_state) -> (new params, opt_state, loss of `params`, aux); jitted by the
             caller, with the rate read from `opt_state.hyperparams["learning_rate"]`.
         check: called with each step's aux on the host (raise there to stop).
+        floor: (aux, loss) -> the lowest loss a model of the loss about the current parameters reaches
+            (`fit`: its Gauss-Newton model); the descent stops, converged, once that is not below the best
+            loss by a fraction `tol` (no better point is left near here for Adam to wander towards).
         describe: loss -> the rest of a progress line.
         Others: as `fit`'s.
 
@@ -262,7 +291,11 @@ def descend(
             best, best_loss, best_aux = params, value, aux
         if progress and k % log_every == 0:
             progress(f"step {k:5d}  loss {value:.3e}  {describe(value)}")
-        if k - last_gain >= patience or value <= target:
+        if (
+            k - last_gain >= patience
+            or value <= target
+            or (floor and floor(aux, value) >= best_loss * (1 - tol))
+        ):
             stopped = "converged"
             break
         params = new

@@ -261,6 +261,7 @@ def test_topology_names():
         "dram_latency",
         "latency_gains",
         "with_transport",  # PCIe servers and their P2P-off transports
+        "rocm_server",  # AMD servers from rocm-smi --showtopo / --shownodesbw
         "nvswitch_server",
         "dgx_a100",  # NVSwitch servers, DGX A100 clusters
         "fat_tree",

@@ -50,6 +50,7 @@ from ._presets import preset as preset
 from ._presets import read_calibration as read_calibration
 from ._presets import sized_cluster as sized_cluster
 from ._presets import topology_entry as topology_entry
+from ._rocm import rocm_server as rocm_server
 from ._routers import DimensionOrder as DimensionOrder
 from ._routers import Ecmp as Ecmp
 from ._routers import Transit as Transit

@@ -15,7 +15,8 @@ is never read in part. Rows that read but cannot be trusted are kept and marked 
 docs/calibration.md ("Traces").
 
 One module per format (`_nccl`, `_p2p`, `_nvsmi`, `_rocm`, `_rbt`, `_csv`) over one reader core (`_core`);
-`_nvsmi` is also the parser `netsim.topology` builds PCIe servers from.
+`_nvsmi` is also the parser `netsim.topology` builds PCIe servers from, and `_rocm` reads the blocks
+`netsim.topology.rocm_server` builds AMD servers from.
 """
 
 from ._core import TraceError as TraceError

@@ -30,7 +30,7 @@ from netsim.calibrate._model import P2P_COPY_BYTES
 
 from netsim import ScenarioError, SharedResource
 from netsim.data import trace_path
-from netsim.topology import CALIBRATED, Topology, cable, load, preset
+from netsim.topology import CALIBRATED, Topology, cable, load, load_costs, preset
 from netsim.traces import read_trace
 
 GB = 1e9
@@ -145,6 +145,49 @@ def test_parameter_recovery_and_closed_forms():
     got = np.asarray(ravel_pytree(res.params)[0])
     assert res.loss < 1e-12
     np.testing.assert_allclose(got[free], np.asarray(flat)[free], atol=1e-3)  # logs: 1e-3 relative
+
+
+def test_gauss_newton_floor_is_the_weighted_least_squares_minimum():
+    """The stopping rule's model: its lowest loss is what NumPy's least squares reaches by moving the
+    parameters (a repeated column makes one direction flat: it must promise nothing, not blow up)."""
+    from netsim.calibrate._fit import _gauss_newton_floor
+
+    rng = np.random.default_rng(3)
+    jac = rng.standard_normal((4, 30))
+    jac[3] = jac[2]  # parameters 2 and 3 move every point alike
+    w, r = rng.uniform(0.5, 1.5, 30) / 30, rng.standard_normal(30)
+    loss = float(np.sum(w * r**2))
+    s, *_ = np.linalg.lstsq(np.sqrt(w)[:, None] * jac.T, -np.sqrt(w) * r, rcond=None)
+    lowest = float(np.sum(w * (r + jac.T @ s) ** 2))
+    g, c = jac @ (w * r), (jac * w) @ jac.T
+    assert _gauss_newton_floor(g, c, loss) == pytest.approx(lowest, rel=1e-9) and lowest < 0.99 * loss
+    assert _gauss_newton_floor(g, np.zeros((4, 4)), loss) == loss
+
+
+def test_a_fit_started_at_its_least_squares_optimum_stops_after_one_step():
+    """Measurements whose log-residuals are orthogonal to every Jacobian column make the start a
+    stationary point of the loss (not 0): the Gauss-Newton rule stops there at once, where waiting for
+    `patience` steps without progress took 51 steps."""
+    topo, spec = tiny()
+    truth = Params.from_values(spec, random_truth(spec, topo, seed=4))
+    exp = p2p_experiment(spec, topo, "unidirectional", np.ones((4, 4)))
+    freeze = [name for name, _ in truth.fields() if name not in ("log_bandwidth", "log_copy_overhead")]
+    flat, unravel = ravel_pytree(truth)
+    free = free_indices(truth, freeze)
+    log_times = lambda x: np.log(np.asarray(predict(unravel(jnp.asarray(x)), exp)["makespan"]))
+    base = log_times(np.asarray(flat))
+    jac = []
+    for k in free:  # central differences in the log parameters
+        d = np.zeros(flat.shape[0])
+        d[k] = 1e-5
+        jac.append((log_times(np.asarray(flat) + d) - log_times(np.asarray(flat) - d)) / 2e-5)
+    noise = np.random.default_rng(5).normal(0, 0.05, base.size)
+    q, _ = np.linalg.qr(np.asarray(jac).T)
+    noise -= q @ (q.T @ noise)  # orthogonal to the Jacobian's columns (the points weigh alike)
+    measured = dataclasses.replace(exp, measured=np.exp(base + noise))
+    res = fit(truth, [measured], steps=200, learning_rate=0.05, freeze=freeze, progress=None)
+    assert res.steps == 1 and res.stopped == "converged"
+    assert res.loss == pytest.approx(np.mean(noise**2), rel=1e-6) and res.loss > 1e-4
 
 
 def test_regime_weights_blend_in_log_step_bytes():
@@ -329,3 +372,32 @@ def test_preset_reproduces_its_fit():
     recorded = CALIBRATED["rtx4090-8x-epyc7542"]["fit"]["all_reduce x8 busbw"]
     assert rep.mean_error == pytest.approx(recorded["mean_error"], abs=2e-3)
     assert rep.max_error == pytest.approx(recorded["max_error"], abs=2e-3)
+
+
+@pytest.mark.slow
+def test_documented_m01_command_reproduces_the_shipped_calibration():
+    """`netsim calibrate` on the three m01 traces from the calibrated preset (the command of
+    netsim/data/calibrations/README.md) gives the shipped file back, to its 5 printed digits, and stops
+    each stage where its start is already the optimum after one step (the Gauss-Newton stopping rule)."""
+    name = "rtx4090-8x-epyc7542"
+    topo, staged = load(name), load(name, p2p=False)
+    traces = [read_trace(trace_path(s)) for s in CALIBRATED[name]["sources"]]
+    cal = calibrate(
+        traces, topo, staged=staged, costs=load_costs(name), steps=400, learning_rate=0.02, progress=None
+    )
+    got, shipped = cal.values(), CALIBRATED[name]
+
+    def leaves(tree, path=""):
+        if isinstance(tree, dict):
+            return {k: v for key, sub in tree.items() for k, v in leaves(sub, f"{path}{key}.").items()}
+        return {path[:-1]: tree}
+
+    want = leaves({k: shipped[k] for k in got if k not in ("sources", "fit")})
+    have = leaves({k: got[k] for k in got if k not in ("sources", "fit")})
+    assert set(have) == set(want)
+    for key, value in want.items():
+        assert have[key] == (None if value is None else pytest.approx(value, rel=1e-4)), key
+    # the shipped file names its tables more briefly: compare the tables' errors in order of size
+    errors = lambda fitted: sorted((e["mean_error"], e["max_error"]) for e in fitted.values())
+    np.testing.assert_allclose(errors(got["fit"]), errors(shipped["fit"]), atol=2e-3)
+    assert [r.steps for r in cal.results] == [1, 1]  # stage 1's best start and stage 2 start at the optimum
