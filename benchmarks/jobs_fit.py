@@ -2,11 +2,13 @@
 
     python benchmarks/jobs_fit.py            # the report (docs/jobs.md, "Fitted traffic"); ~minutes
     python benchmarks/jobs_fit.py --write    # also writes netsim/data/job_models.json (the default MODELS)
+    python benchmarks/jobs_fit.py --held-out-only   # only the held-out fit and its per-model table
 
 Fits every model (compute s, collective size S, sync s) through the simulator with
 `netsim.calibrate.jobs.fit_jobs`: (1) on every measured pair, (2) on a seeded half of the pairs,
 predicting the other half. Baselines: the hand-set models netsim shipped before, "no contention"
-(ratio 1) and the table's own scatter. Prints progress.
+(ratio 1) and the table's own scatter ([A, B] against [B, A]), overall and per model (the slowed job's
+model: its rows of the table). Prints progress.
 """
 
 import argparse
@@ -45,12 +47,48 @@ def line(name: str, e: dict) -> str:
     )
 
 
+def per_model(table: DeepShareTable, pred: jobs.JobPrediction) -> None:
+    """Per model as the slowed job (A of [A, B]): held-out MAE of the fit and of "no contention", and
+    the noise floor: the table's |[A, B] - [B, A]| over the same held-out entries (A != B)."""
+    index = {c: i for i, c in enumerate(table.configs)}
+    err = np.abs(pred.simulated - pred.measured)
+    ones = np.abs(1 - pred.measured)
+    model = np.array([a[0] for a, _ in pred.entries])
+    swap = np.array(
+        [abs(table.ratio[index[a], index[b]] - table.ratio[index[b], index[a]]) for a, b in pred.entries]
+    )
+    other = np.array([a != b for a, b in pred.entries])
+    print(
+        f"  {'model (slowed)':<16} entries  fitted  no contention  noise floor ([A,B] vs [B,A])  fitted <= floor"
+    )
+    for m in dict.fromkeys(c[0] for c in table.configs):
+        k = model == m
+        floor = swap[k & other].mean()
+        print(
+            f"  {m:<16} {k.sum():>7}  {err[k].mean():6.3f}  {ones[k].mean():13.3f}  "
+            f"{floor:28.3f}  {'yes' if err[k].mean() <= floor else 'no'}"
+        )
+    print(
+        f"  {'all':<16} {len(err):>7}  {err.mean():6.3f}  {ones.mean():13.3f}  {swap[other].mean():28.3f}  "
+        f"{'yes' if err.mean() <= swap[other].mean() else 'no'}"
+    )
+
+
+def models_table(models: dict) -> None:
+    for m, x in models.items():
+        print(
+            f"  {m:<15} {x.pattern:<10} compute {x.compute * 1e3:8.2f} ms  S {x.comm_bytes / 1e6:9.2f} MB  "
+            f"sync {x.sync * 1e3:7.2f} ms/server   ({x.compute!r}, {x.comm_bytes!r}, {x.sync!r})"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--write", action="store_true", help="write netsim/data/job_models.json")
+    ap.add_argument("--held-out-only", action="store_true", help="skip the fit on every pair")
     args = ap.parse_args()
     command = "python benchmarks/jobs_fit.py " + " ".join(sys.argv[1:])
     table = DeepShareTable.load()
@@ -60,11 +98,15 @@ def main() -> None:
     say = lambda text: print(f"[{time.perf_counter() - t0:6.0f} s] {text}", flush=True)
     opts = {"steps": args.steps, "rounds": args.rounds, "progress": say, "log_every": 5}
 
-    print("\n== fit on every pair ==")
-    full = jobs.fit_jobs(table, start=START, **opts)
-    print(f"({time.perf_counter() - t0:.0f} s)")
-    hand = jobs.predict_jobs(HAND_SET, table)
-    ones = jobs.colocation_errors(np.ones_like(full.prediction.measured), full.prediction.measured)
+    if args.write and args.held_out_only:
+        ap.error("--write needs the fit on every pair (drop --held-out-only)")
+    full = None
+    if not args.held_out_only:
+        print("\n== fit on every pair ==")
+        full = jobs.fit_jobs(table, start=START, **opts)
+        print(f"({time.perf_counter() - t0:.0f} s)")
+        hand = jobs.predict_jobs(HAND_SET, table)
+        ones = jobs.colocation_errors(np.ones_like(full.prediction.measured), full.prediction.measured)
 
     print("\n== held out: fit on half of the pairs, predict the other half ==")
     fit_pairs, held = table.split(args.seed)
@@ -75,20 +117,23 @@ def main() -> None:
     print(f"({time.perf_counter() - t0:.0f} s in all)")
 
     print("\n== report (co-location ratio: |simulated - measured|) ==")
-    print("in sample, every measured pair:")
-    print(line("  fitted models", full.prediction.errors()))
-    print(line("  hand-set models (before)", hand.errors()))
-    print(line("  no contention (ratio 1)", ones))
+    if full is not None:
+        print("in sample, every measured pair:")
+        print(line("  fitted models", full.prediction.errors()))
+        print(line("  hand-set models (before)", hand.errors()))
+        print(line("  no contention (ratio 1)", ones))
     print(f"held out (seed {args.seed}: fit on {len(fit_pairs)} pairs, predict {len(held)}):")
     print(line("  fitted on the other half", pred.errors()))
     print(line("  hand-set models (before)", hand_held.errors()))
     print(line("  no contention (ratio 1)", ones_held))
+    print("held out, per model (rows of the table: the slowed job's model):")
+    per_model(table, pred)
+    print("\nfitted models (held-out half):")
+    models_table(half.models)
+    if full is None:
+        return
     print("\nfitted models (all pairs):")
-    for m, x in full.models.items():
-        print(
-            f"  {m:<15} {x.pattern:<10} compute {x.compute * 1e3:8.2f} ms  S {x.comm_bytes / 1e6:9.2f} MB  "
-            f"sync {x.sync * 1e3:7.2f} ms/server"
-        )
+    models_table(full.models)
     worst = np.argsort(-np.abs(full.prediction.simulated - full.prediction.measured))[:5]
     print("worst entries:")
     for i in worst:

@@ -31,10 +31,16 @@ __all__ = [
     "load_models",
 ]
 
-#: per-iteration phases of each pattern: ("compute", fraction of Job.compute) or (collective, size)
-PATTERNS: dict[str, tuple[tuple[str, float], ...]] = {
+#: per-iteration phases of each pattern: ("compute", fraction of Job.compute) or (collective, size in
+#: units of Job.comm_bytes), the collective a name or a tuple of names that run at once (each its own
+#: flows, all released together; the next phase waits for all of them)
+PATTERNS: dict[str, tuple[tuple[str | tuple[str, ...], float], ...]] = {
     "allreduce": (("compute", 1.0), ("allreduce", 1.0)),  # data parallel: backward, then gradient AllReduce
-    "fsdp": (("allgather", 1.0), ("compute", 1.0), ("reducescatter", 1.0)),  # ZeRO-3 / FSDP, one unit
+    # FSDP / ZeRO-3, S the parameter bytes: 3 (G - 1)/G S sent per GPU per iteration (AllGather in
+    # forward, again in backward, ReduceScatter of the gradients) as two concurrent streams: the
+    # backward's AllGather and ReduceScatter run on separate streams, so FSDP holds two flows on a
+    # shared link (a partner gets 1/3 of it, not 1/2); the forward's AllGather is folded into them
+    "fsdp": (("compute", 1.0), (("allgather", "reducescatter"), 1.5)),
     "alltoall": (("compute", 0.5), ("alltoall", 1.0), ("compute", 0.5), ("alltoall", 1.0)),  # MoE, DLRM
     "none": (("compute", 1.0),),
 }
@@ -165,7 +171,8 @@ def job_workload(
 
     Phases chain per rank: a rank's collective sends wait for that rank's previous phase, and a rank's
     next phase waits for the collective's last sends and receives of that rank (as a rank's NCCL call
-    returns when its own part is done). Single-GPU jobs skip their collectives.
+    returns when its own part is done); collectives of one phase (a tuple) start together and the
+    next phase waits for each of them. Single-GPU jobs skip their collectives.
 
     Returns:
         (workload, ids of each iteration's last items), the latter to time the iterations.
@@ -192,10 +199,13 @@ def job_workload(
                 parts.append(Workload(tasks=tasks))
                 ready = {t.device: (t.id,) for t in tasks}
             elif len(gpus) > 1 and job.comm_bytes > 0:
-                w = coll[kind](list(gpus), job.comm_bytes * share, name=tag).workload
-                if w.flows or w.tasks:  # SERVER_COLLECTIVES: nothing to move within one server
-                    parts.append(_rank_chained(w, ready, start, sync))
-                    ready = _rank_done(w, gpus)
+                named = {kind: tag} if isinstance(kind, str) else {x: f"{tag}/{x}" for x in kind}
+                ws = [coll[x](list(gpus), job.comm_bytes * share, name=n).workload for x, n in named.items()]
+                ws = [w for w in ws if w.flows or w.tasks]  # SERVER_COLLECTIVES: none within one server
+                if ws:
+                    parts += [_rank_chained(w, ready, start, sync) for w in ws]
+                    done = [_rank_done(w, gpus) for w in ws]
+                    ready = {g: tuple(i for d in done for i in d[g]) for g in gpus}
         ends.append(tuple(dict.fromkeys(i for ids in ready.values() for i in ids)))
     return dataclasses.replace(concat(parts), name=job.id), tuple(ends)
 

@@ -93,3 +93,36 @@ def test_server_collectives_load_each_nic_as_the_per_rank_collective(kind):
         ("a/it1/p0/n0/gpu0", "a/it1/p0/n0/gpu1"),
     )
     assert {t.id: t.after for t in w.tasks}["a/it1/p0/n0/gpu1"] == ("a/it0/p0/n0/gpu1",)
+
+
+def test_fsdp_sends_three_times_the_parameters_in_two_concurrent_streams():
+    # FSDP / ZeRO-3 with S the parameter bytes: per iteration each GPU all-gathers the parameters in
+    # forward and again in backward and reduce-scatters the gradients: 3 (G - 1)/G S sent per GPU on
+    # a ring, and as much leaving each server. The backward's AllGather and ReduceScatter run on
+    # separate streams: both start when the rank's compute ends, neither waits for the other.
+    ranks = [f"n{s}/gpu{g}" for s in range(3) for g in range(2)]
+    G, S = len(ranks), 6e6
+    job = Job("f", 0.0, G, 2, compute=0.1, pattern="fsdp", comm_bytes=S)
+    w, ends = job_workload(job, ranks)
+    for it in range(2):
+        sent = dict.fromkeys(ranks, 0.0)
+        for f in w.flows:
+            if f.id.startswith(f"f/it{it}/"):
+                sent[f.src] += f.bytes
+        assert sent == pytest.approx(dict.fromkeys(ranks, 3 * (G - 1) / G * S), rel=1e-12)
+    coarse, _ = job_workload(job, ranks, collectives=SERVER_COLLECTIVES)
+    egress = dict.fromkeys(("n0", "n1", "n2"), 0.0)
+    for f in coarse.flows:
+        if f.id.startswith("f/it0/"):
+            egress[f.src.split("/")[0]] += f.bytes
+    assert egress == pytest.approx(dict.fromkeys(egress, 3 * (G - 1) / G * S), rel=1e-12)
+    roots = [
+        f for f in w.flows if f.id.startswith("f/it0/") and not any(a.startswith("f/it0/p1") for a in f.after)
+    ]
+    streams = {f.id.split("/")[3] for f in roots}
+    assert streams == {"allgather", "reducescatter"}
+    assert all(f.after == (f"f/it0/p0/{f.src}",) for f in roots)
+    # the next iteration's compute on a rank waits for that rank's part of both streams
+    after = {t.id: t.after for t in w.tasks}["f/it1/p0/n1/gpu0"]
+    assert {a.split("/")[3] for a in after} == {"allgather", "reducescatter"}
+    assert set(ends[0]) <= {f.id for f in w.flows} | {t.id for t in w.tasks}
