@@ -28,7 +28,7 @@ import netsim
 from netsim import kernels
 
 
-def measure(n_flows: int, tolerance: float) -> dict:
+def measure(n_flows: int, tolerance: float, calls: int = 2) -> dict:
     t0 = time.perf_counter()
     compiled = netsim.compile_scenario(fat_tree_random(n_flows))
     built = time.perf_counter() - t0
@@ -42,8 +42,8 @@ def measure(n_flows: int, tolerance: float) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     exe = lowered.compile()
     compile_s, compile_cpu_s = time.perf_counter() - t0, time.process_time() - c0
-    runs = []
-    for _ in range(2):
+    runs, state = [], None
+    for _ in range(calls):
         t0 = time.perf_counter()
         state = jax.block_until_ready(exe(network, program))
         runs.append(time.perf_counter() - t0)
@@ -57,9 +57,9 @@ def measure(n_flows: int, tolerance: float) -> dict:
         "lower_s": lower_s,
         "compile_s": compile_s,
         "compile_cpu_s": compile_cpu_s,
-        "run_s": min(runs),
-        "events": int(state.events),
-        "rounds": int(state.rounds),
+        "run_s": min(runs, default=float("nan")),
+        "events": -1 if state is None else int(state.events),
+        "rounds": -1 if state is None else int(state.rounds),
     }
 
 
@@ -69,6 +69,7 @@ def main() -> None:
     ap.add_argument(
         "--tolerance", type=float, nargs="+", default=None, help="default: 0 up to 1e4 flows, 1e-2 above"
     )
+    ap.add_argument("--calls", type=int, default=2, help="runs of the compiled engine (0: compile only)")
     args = ap.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     print(
@@ -76,7 +77,7 @@ def main() -> None:
     )
     for n in args.flows:
         for tol in args.tolerance if args.tolerance is not None else ([0.0] if n <= 10000 else [1e-2]):
-            r = measure(n, tol)
+            r = measure(n, tol, args.calls)
             print(
                 f"{r['flows']:>6} {r['items']:>6} {r['tolerance']:>9g} {r['while']:>6} {r['case']:>5}"
                 f" {r['lower_s']:>8.1f} {r['compile_s']:>10.1f} {r['compile_cpu_s']:>8.1f} {r['run_s']:>6.2f}"
