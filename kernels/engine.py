@@ -395,12 +395,15 @@ def _full_step(
         active, recent = compact(in_flight, size), compact(finished, size)
         return _plan(program, latency, succ, new, active, recent, left, need)
 
-    def overflow() -> _Frontier:
-        ids = jnp.full(size, program.after.shape[0], jnp.int32)
-        times = jnp.zeros(size, new.time.dtype)
-        return _Frontier(ids, ids, ids, ids, times, times, left, need)
-
+    overflow = lambda: _overflowing(program.after.shape[0], size, new.time.dtype, left, need)
     return new, jax.lax.cond(need > size, overflow, plan)
+
+
+def _overflowing(n: int, size: int, dtype, left: Int[AnyArray, ""], need: Int[AnyArray, ""]) -> _Frontier:
+    """A frontier of fills that only says that the active set needs `need` > `size` slots."""
+    ids = jnp.full(size, n, jnp.int32)
+    times = jnp.zeros(size, dtype)
+    return _Frontier(ids, ids, ids, ids, times, times, left, need)
 
 
 def _frontier_step(
@@ -639,12 +642,16 @@ def run(
             return _full_step(network, program, s, dense=matrix, size=sizes[0], **kw)
 
         def rounds(s: SimState) -> SimState:  # full steps while the active set overflows, then the ladder
+            # the first full step runs as the loop's first pass (from a frontier that overflows), not before
+            # it: the full step, the largest part of the engine, is then compiled once, not twice
+            one, beyond = jnp.int32(1), jnp.int32(sizes[0] + 1)
+            start = _overflowing(n_items, sizes[0], s.time.dtype, one, beyond)
             c = jax.lax.while_loop(
                 lambda c: (
                     (c[1].need > sizes[0]) & (c[1].left > 0) & (c[0].events < stop) & (c[0].status == OK)
                 ),
                 lambda c: full(c[0]),
-                full(s),
+                (s, start),
             )
             return _ladder(network, program, c, sizes=sizes, stop=stop, **kw)[0]
 

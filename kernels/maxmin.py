@@ -10,12 +10,18 @@ from jaxtyping import Bool, Complex, Float, Int
 
 from ._types import Allocation, AnyArray
 
-# Live items are packed into buffers this many times smaller as rounds freeze them: later rounds then
-# touch only the items still unfrozen. Their number can fall slowly: on a k=16 fat-tree with 1e5 random
-# flows, ~1.7% a round at first (75 full-size rounds to a quarter), so halving beats quartering (a
-# filling from scratch there: 300 ms against 440 ms; 1.5 gives 223 ms but doubles the compile time).
+# Live items are packed into smaller buffers as rounds freeze them: later rounds then touch only the items
+# still unfrozen. Every buffer size is a loop compiled of its own, so their number is bounded whatever the
+# item count: the whole buffer, its half, then fixed classes a factor CLASS_STEP apart from SMALLEST up to
+# LARGEST (at most 2 + 7 sizes; a ladder halving down to SMALLEST compiled 11 loops at 1e5 items, the main
+# growth of the engine's compile with the problem size). The half stays: with the incidence matrix (the
+# first buffer only) the rounds' sums round differently, so the first buffer's rounds are kept as they were.
+# Halves all the way were faster from scratch at 1e5 flows (300 ms against 440 ms for quarters: ~1.7 % of
+# the items freeze per round at first), but refills, which most events are, pay one packing per size.
 SHRINK = 2
 SMALLEST = 64
+CLASS_STEP = 4
+LARGEST = SMALLEST * CLASS_STEP**6  # 262144
 # Relative margin below the reuse threshold: rates equal in exact arithmetic may differ by rounding.
 MARGIN = 1e-9
 # Block of the prefix count: a matrix product per block beats XLA's CPU cumsum several times over.
@@ -72,10 +78,16 @@ def compact(mask: Bool[AnyArray, " N"], size: int) -> Int[AnyArray, " size"]:
 
 
 def buffer_sizes(n_items: int) -> list[int]:
-    """Static buffer sizes, largest first: n, n / SHRINK, ... down to SMALLEST."""
+    """Static buffer sizes, largest first: n, n / SHRINK, then the classes SMALLEST x CLASS_STEP^k up to
+    LARGEST that are at most half the one before (see SHRINK)."""
     sizes = [n_items]
-    while sizes[-1] // SHRINK >= SMALLEST:
-        sizes.append(sizes[-1] // SHRINK)
+    if n_items // SHRINK >= SMALLEST:
+        sizes.append(n_items // SHRINK)
+    size = LARGEST
+    while size >= SMALLEST:
+        if size <= sizes[-1] // 2:
+            sizes.append(size)
+        size //= CLASS_STEP
     return sizes
 
 
