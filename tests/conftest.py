@@ -1,15 +1,12 @@
-import atexit
 import os
-import shutil
-import tempfile
 
 import jax
 
-# Tests never touch the user's compilation cache (~/.cache/netsim): commands run in this process and the
-# ones started from it share a cache of the session's own (a test that needs an empty one passes its own).
-if "NETSIM_CACHE_DIR" not in os.environ:
-    os.environ["NETSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="netsim-tests-")
-    atexit.register(shutil.rmtree, os.environ["NETSIM_CACHE_DIR"], ignore_errors=True)
+# No compilation cache in the tests' processes: never the user's (~/.cache/netsim), and not JAX's
+# persistent cache in this long process either (with it on, XLA crashed serializing an executable late in
+# a full run, at the same test twice, reproducible only after the whole suite). Tests
+# of the cache name their own folder.
+os.environ["NETSIM_CACHE_DIR"] = ""
 
 # Simulated time is float64: the library refuses to run without x64, so every test enables it.
 jax.config.update("jax_enable_x64", True)

@@ -17,9 +17,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def netsim(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """The installed console script, run away from the source tree (in `cwd`)."""
+    """The installed console script, run away from the source tree, with its compilation cache in `cwd`."""
     script = Path(sys.executable).with_name("netsim")
-    env = {**os.environ, **(env or {})}  # the session's cache (tests/conftest.py) unless env names one
+    env = {**os.environ, "NETSIM_CACHE_DIR": str(cwd / "jax-cache"), **(env or {})}
     return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
 
 
