@@ -22,7 +22,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from netsim import BatchRun, ScenarioError, SimulationError, jvp_columns
-from netsim.checks import count, format_bytes, number
+from netsim.checks import count, format_bytes, number, write_atomic
 
 from ._model import Experiment, ExperimentBatch, Params, experiment_batches, simulate_experiments
 from ._model import times as simulated_times
@@ -441,32 +441,33 @@ def compare(experiments: Sequence[Experiment], simulated: Sequence[np.ndarray]) 
 
 def plot_fit(
     rep: FitReport,
-    path: str | os.PathLike,
+    path: str | os.PathLike | None = None,
     *,
     baselines: Mapping[str, Mapping[str, np.ndarray]] = {},
     title: str = "",
-) -> None:
-    """Saves busbw vs size, measured (markers) and simulated (lines), for every collective in `rep`.
+):
+    """busbw vs size, measured (markers) and simulated (lines), for every collective in `rep`; returns the
+    matplotlib Figure and, given `path`, writes a PNG there (as netsim.plots' functions do).
 
     baselines: experiment name -> {label: simulated busbw per point} drawn dashed (e.g. alpha-beta).
     """
-    import matplotlib
-    import matplotlib.ticker
+    import io
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    from matplotlib.figure import Figure
 
     colls = [e for e in rep.experiments if e.quantity == "busbw"]
     if not colls:
         raise ScenarioError("plot_fit: the report has no collective experiment to plot")
-    fig, axes = plt.subplots(1, len(colls), figsize=(6 * len(colls), 4.2), squeeze=False)
-    for ax, e in zip(axes[0], colls, strict=True):
+    fig = Figure(figsize=(6 * len(colls), 4.2), layout="constrained")  # no pyplot state
+    for ax, e in zip(fig.subplots(1, len(colls), squeeze=False)[0], colls, strict=True):
         size = np.asarray(e.labels, float)
         ax.plot(size, e.measured / 1e9, "o", color="black", label="measured")
+        # "x" marks each simulated point, so a one-size table shows its model point too
         ax.plot(
             size,
             e.simulated / 1e9,
-            "-",
+            "-x",
             color="tab:blue",
             label=f"netsim (mean {e.mean_error:.1%}, max {e.max_error:.1%})",
         )
@@ -475,11 +476,14 @@ def plot_fit(
             ax.plot(
                 size,
                 np.asarray(values) / 1e9,
-                "--",
+                "--x",
                 label=f"{label} (mean {err.mean():.1%}, max {err.max():.1%})",
             )
         ax.set_xscale("log", base=2)
+        if size.min() == size.max():  # one size: an octave either side, not matplotlib's offset ticks
+            ax.set_xlim(size.min() / 2, size.max() * 2)
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: format_bytes(x)))
+        ax.set_ylim(bottom=0)  # busbw from zero: relative gaps read as they are
         ax.set_xlabel("size")
         ax.set_ylabel("busbw (GB/s)")
         ax.set_title(e.name)
@@ -487,11 +491,11 @@ def plot_fit(
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    tmp = f"{os.fspath(path)}.tmp.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
+    if path is not None:
+        png = io.BytesIO()
+        fig.savefig(png, dpi=110, format="png")
+        write_atomic(path, png.getvalue())
+    return fig
 
 
 def alpha_beta_fit(sizes, times, *, iterations: int = 100) -> tuple[float, float, np.ndarray]:

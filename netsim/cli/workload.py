@@ -63,16 +63,29 @@ def _workload(args: argparse.Namespace) -> int:
 
 
 def to_record(run, topology: str) -> dict:
-    """The --json report: per rank compute and exposed communication (s), the critical path."""
+    """The --json report: per rank compute and exposed communication (s), each collective's span and busbw,
+    the critical path."""
     return {
         "workload": run.name,
         "topology": topology,
-        "units": {"time": "s"},
+        "units": {"time": "s", "size": "B", "busbw": "B/s"},
         "iteration_time": run.iteration_time,
         "exposed_max": run.exposed_max,
         "ranks": [
             {"rank": r, "node": node, "compute": float(c), "exposed": float(e)}
             for r, (node, c, e) in enumerate(zip(run.ranks, run.compute, run.exposed, strict=True))
+        ],
+        "collectives": [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "ranks": c.n_ranks,
+                "size": c.size,
+                "start": c.start,
+                "time": c.time,
+                "busbw": c.busbw,
+            }
+            for c in run.collectives
         ],
         "critical_path": [
             {"id": s.id, "kind": s.kind, "start": s.start, "duration": s.duration} for s in run.critical_path

@@ -19,17 +19,40 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._scenario import Flow, Scenario, ScenarioError, Task
-from .._units import format_quantity
+from .._units import format_bytes, format_quantity
 from . import collectives
 from ._base import Fabric, Workload
 
 if TYPE_CHECKING:
     from .._costs import CostModel
 
-__all__ = ["ImportedRun", "RankProgram", "simulate_workload"]
+__all__ = ["CollectiveCall", "ImportedRun", "RankProgram", "simulate_workload"]
 
 #: collective kinds an imported workload may use (the builders of netsim.workloads.collectives)
 KINDS = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce")
+
+
+@dataclasses.dataclass(frozen=True)
+class CollectiveCall:
+    """One collective of an imported workload: `size` bytes (nccl-tests' S) over `n_ranks` ranks, moved by
+    the flows `flow_ids`; once simulated, `start` (its first flow's start) and `finish` (its last flow's), s."""
+
+    name: str
+    kind: str
+    n_ranks: int
+    size: float
+    flow_ids: tuple[str, ...]
+    start: float = float("nan")
+    finish: float = float("nan")
+
+    @property
+    def time(self) -> float:
+        return self.finish - self.start
+
+    @property
+    def busbw(self) -> float:
+        """nccl-tests' bus bandwidth (bytes/s): S / time x the collective's bus factor."""
+        return self.size / self.time * collectives.bus_factor(self.kind, self.n_ranks)
 
 
 class RankProgram:
@@ -45,6 +68,7 @@ class RankProgram:
         self.flows: list[Flow] = []
         self.tasks: list[Task] = []
         self.costs = costs
+        self.collectives: list[CollectiveCall] = []
 
     def compute(self, rank: int, id: str, duration: float, after: Iterable[str]) -> tuple[str, ...]:
         """A task of `duration` s on rank's GPU; returns its id (or `after` unchanged for duration 0)."""
@@ -94,6 +118,9 @@ class RankProgram:
         ]
         self.flows += flows
         self.tasks += built.workload.tasks
+        self.collectives.append(
+            CollectiveCall(name, kind, len(group), float(size), tuple(f.id for f in flows))
+        )
         return self._done(flows, group)
 
     def transfer(
@@ -143,6 +170,7 @@ class ImportedRun:
         exposed: per rank, s of the iteration its GPU did not compute: waiting on communication that
             no compute hid (iteration_time - compute; includes the wait for the last collectives).
         critical_path: the chain of flows and tasks that set the iteration time (`netsim.timeline.Step`).
+        collectives: each collective with its simulated start and finish (`CollectiveCall`), in issue order.
     """
 
     name: str
@@ -152,6 +180,7 @@ class ImportedRun:
     compute: np.ndarray
     exposed: np.ndarray
     critical_path: tuple
+    collectives: tuple[CollectiveCall, ...] = ()
 
     @property
     def exposed_max(self) -> float:
@@ -176,15 +205,33 @@ class ImportedRun:
             if self.iteration_time > 0
             else "exposed comm (max) 0 s",
             "",
-            f"{'rank':>4}  {'gpu':<12} {'compute':>12} {'exposed comm':>13}",
+            f"{'rank':>5}  {'gpu':<12} {'compute':>12} {'exposed comm':>13}",
         ]
-        order = np.argsort(-self.exposed, kind="stable")[:top]
-        for r in order:
-            lines.append(
-                f"{r:>4}  {self.ranks[r]:<12} {t(float(self.compute[r])):>12} {t(float(self.exposed[r])):>13}"
-            )
-        if len(self.ranks) > top:
-            lines.append(f"      ... {len(self.ranks) - top} more ranks")
+        # ranks that read the same (SPMD programs usually do) share a row
+        rows: dict[tuple[str, str], list[int]] = {}
+        for r in np.argsort(-self.exposed, kind="stable"):
+            rows.setdefault((t(float(self.compute[r])), t(float(self.exposed[r]))), []).append(int(r))
+        for (compute, exposed), ranks in list(rows.items())[:top]:
+            rank, gpu = str(ranks[0]), self.ranks[ranks[0]]
+            if len(ranks) > 1:
+                rank, gpu = _span(ranks), f"{len(ranks)} GPUs"
+            lines.append(f"{rank:>5}  {gpu:<12} {compute:>12} {exposed:>13}")
+        if len(rows) > top:
+            lines.append(f"       ... {sum(map(len, list(rows.values())[top:]))} more ranks")
+        if self.collectives:
+            slow = sorted(self.collectives, key=lambda c: -c.time)[:top]
+            lines += [
+                "",
+                f"collectives ({len(self.collectives)}, the longest first; time from first flow to last):",
+                f"  {'collective':<40} {'ranks':>5} {'size':>10} {'time':>10} {'busbw':>11}",
+            ]
+            for c in slow:
+                lines.append(
+                    f"  {c.name:<40} {c.n_ranks:>5} {format_bytes(c.size):>10} {t(c.time):>10} "
+                    f"{c.busbw / 1e9:>6.2f} GB/s"
+                )
+            if len(self.collectives) > top:
+                lines.append(f"  ... {len(self.collectives) - top} more")
         lines += ["", f"critical path ({len(self.critical_path)} items):"]
         shown = self.critical_path if len(self.critical_path) <= 2 * top else self.critical_path[-2 * top :]
         if len(shown) < len(self.critical_path):
@@ -242,7 +289,8 @@ def simulate_workload(
     ranks = tuple(ranks)
     if len(ranks) != n or len(set(ranks)) != n:
         raise ScenarioError(f"ranks: need {n} distinct nodes, one per rank, got {list(ranks)}")
-    workload = source.workload(ranks, costs)
+    program = source.program(ranks, costs)
+    workload = program.workload(source.name)
     if not workload.flows and not workload.tasks:
         raise ScenarioError(f"{source.name}: nothing to simulate (no compute time and no bytes moved)")
     scenario = workload.scenario(fabric, name=source.name)
@@ -250,9 +298,35 @@ def simulate_workload(
     busy = dict(zip(result.device_ids, map(float, result.device_busy), strict=True))
     compute = np.array([busy.get(node, 0.0) for node in ranks])
     exposed = np.maximum(result.makespan - compute, 0.0)
+    flow = {f: i for i, f in enumerate(result.flow_ids)}
+    called = []
+    for c in program.collectives:
+        at = [flow[f] for f in c.flow_ids]
+        start, finish = float(result.flow_start[at].min()), float(result.flow_finish[at].max())
+        called.append(dataclasses.replace(c, start=start, finish=finish))
     return ImportedRun(
-        source.name, ranks, result, float(result.makespan), compute, exposed, critical_path(result)
+        source.name,
+        ranks,
+        result,
+        float(result.makespan),
+        compute,
+        exposed,
+        critical_path(result),
+        tuple(called),
     )
+
+
+def _span(ranks: Sequence[int]) -> str:
+    """Rank numbers as ranges: [0, 1, 2, 5] -> "0-2,5"."""
+    parts, ranks = [], sorted(ranks)
+    first = prev = ranks[0]
+    for r in [*ranks[1:], None]:
+        if r is not None and r == prev + 1:
+            prev = r
+            continue
+        parts.append(str(first) if first == prev else f"{first}-{prev}")
+        first = prev = r
+    return ",".join(parts)
 
 
 def _is_simai(path: str | os.PathLike) -> bool:

@@ -120,6 +120,10 @@ class ChakraTrace:
 
     def workload(self, ranks: Sequence[str], costs: CostModel | None = None) -> Workload:
         """The flows and tasks of the traces on nodes `ranks` (rank i on ranks[i]); see the module docstring."""
+        return self.program(ranks, costs).workload(self.name)
+
+    def program(self, ranks: Sequence[str], costs: CostModel | None = None) -> RankProgram:
+        """The traces' builder, which also lists their collectives (`RankProgram.collectives`)."""
         if len(ranks) != self.n_ranks:
             raise ScenarioError(f"ranks: {self.name} has {self.n_ranks} ranks, got {len(ranks)} nodes")
         return _Replay(self, RankProgram(ranks, costs)).run()
@@ -421,7 +425,7 @@ class _Replay:
             )
         return float(size)
 
-    def run(self) -> Workload:
+    def run(self) -> RankProgram:
         pending = [list(nodes) for nodes in self.trace.nodes]
         while any(pending):
             progress = False
@@ -440,7 +444,7 @@ class _Replay:
                     f"{self.trace.files[rank]}: node {node.id} ({node.name!r}) can never start: a dependency "
                     "cycle, or a collective or send/recv that another rank never reaches"
                 )
-        return self.p.workload(self.trace.name)
+        return self.p
 
     def _place(self, rank: int, node: ChakraNode) -> bool:
         after = self._after(rank, node)

@@ -116,6 +116,10 @@ class SimAIWorkload:
 
     def workload(self, ranks, costs: CostModel | None = None) -> Workload:
         """The flows and tasks of one pass on nodes `ranks` (rank i on ranks[i]); see the module docstring."""
+        return self.program(ranks, costs).workload(self.name)
+
+    def program(self, ranks, costs: CostModel | None = None) -> RankProgram:
+        """The workload's builder, which also lists its collectives (`RankProgram.collectives`)."""
         if len(ranks) != self.n_ranks:
             raise ScenarioError(f"ranks: {self.name} has {self.n_ranks} ranks, got {len(ranks)} nodes")
         p = RankProgram(ranks, costs)
@@ -143,7 +147,7 @@ class SimAIWorkload:
             ready, stream = phase(i, layer, "wg", layer.wg, ready, blocking=False)
             if layer.wg.kind is not None:
                 wg_stream = stream
-        return p.workload(self.name)
+        return p
 
 
 def read_simai(path: str | os.PathLike) -> SimAIWorkload:

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 from netsim.calibrate import (
+    ExperimentReport,
+    FitReport,
     Params,
     Spec,
     alpha_beta_fit,
@@ -361,6 +363,18 @@ def test_m01_allreduce_fit_beats_alpha_beta(tmp_path):
             assert e.mean_error < 0.05
     plot_fit(cal.report, tmp_path / "fit.png", baselines={ar.name: {"alpha-beta": size * 1.75 / t}})
     assert (tmp_path / "fit.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_fit_of_a_one_size_table_centres_it_and_shows_the_model(tmp_path):
+    pytest.importorskip("matplotlib")
+    one = ExperimentReport("ar", "all_reduce", "busbw", (2**20,), np.array([20e9]), np.array([18e9]))
+    fig = plot_fit(FitReport((one,)), tmp_path / "one.png")
+    (ax,) = fig.axes
+    assert ax.get_xlim() == pytest.approx((2**19, 2**21)) and ax.get_ylim()[0] == 0
+    measured, model = ax.get_lines()
+    assert measured.get_ydata()[0] == pytest.approx(20.0) and model.get_ydata()[0] == pytest.approx(18.0)
+    assert model.get_marker() == "x"
+    assert (tmp_path / "one.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.slow

@@ -157,10 +157,20 @@ def test_cli_runs_the_simai_example(tmp_path, capsys):
     assert main([*args, "--json", str(report)]) == 0
     out = capsys.readouterr().out
     assert "workload microAllReduce: 8 ranks, 112 flows" in out and "critical path" in out
+    assert "  0-7  8 GPUs " in out and "\n    0  gpu0" not in out  # eight identical ranks: one row
     record = json.loads(report.read_text())
     assert len(record["ranks"]) == 8 and record["iteration_time"] > 556e-6
     assert record["exposed_max"] == pytest.approx(record["iteration_time"] - 556e-6 - 2e-9, rel=1e-9)
     events = json.loads(trace.read_text())["traceEvents"]
+    # the one collective's busbw, from the trace's own flow spans: 512 MiB x 2(n-1)/n / (last end - first start)
+    (coll,) = record["collectives"]
+    spans = [
+        (e["ts"], e["ts"] + e["dur"]) for e in events if e["ph"] == "X" and coll["name"] + "/" in e["name"]
+    ]
+    assert len(spans) == 112 and coll["size"] == 512 * 2**20 and coll["ranks"] == 8
+    seconds = (max(end for _, end in spans) - min(start for start, _ in spans)) * 1e-6  # trace times are us
+    assert coll["busbw"] == pytest.approx(512 * 2**20 / seconds * 2 * 7 / 8, rel=1e-6)
+    assert f"{coll['busbw'] / 1e9:6.2f} GB/s" in out
     assert sum(e["ph"] == "X" for e in events) == 112 + 32
     assert main(["workload", os.path.join(DATA, "microAllReduce_dp.txt"), "-t", "pcie-8gpu"]) == 2
     assert "has 16 ranks but 'pcie-8gpu' has only 8 GPUs" in capsys.readouterr().err
