@@ -64,7 +64,7 @@ def plot_sweep(
     reduce: str = "min",
     title: str | None = None,
 ):
-    """A sweep's per-point metric (makespan by default) over its axes.
+    """A sweep's per-point metric (makespan by default; busbw for a sweep given `busbw=`) over its axes.
 
     Grid sweeps draw one line per value of `hue` over the values of `x`; the other axes are reduced
     with `reduce` ("min", "median" or "max" over their values: the best, typical or worst case).
@@ -90,7 +90,9 @@ def plot_sweep(
         hue = next(
             (a.name for a in result.axes if a.name != x and (a.index is None or len(a.labels) > 1)), None
         )
-    scale, unit = _time_unit(col) if metric == "makespan" else (1.0, "")
+    scale, unit = (
+        _time_unit(col) if metric == "makespan" else (1e9, "GB/s") if metric == "busbw" else (1.0, "")
+    )
     ylabel = f"{metric} ({unit})" if unit else metric
     fig = _figure()
     ax = fig.add_subplot()

@@ -135,6 +135,7 @@ def test_workload_names():
         "ChakraNode",
         "ChakraTrace",
         "ImportedRun",
+        "CollectiveCall",
         "SimAILayer",
         "SimAIWorkload",
         "read_chakra",
@@ -363,6 +364,7 @@ def test_trace_names():
 def test_sweep_and_data_names():
     assert public(netsim.sweep) == {
         "Sweep",
+        "BusBandwidth",
         "Axis",
         "AxisData",
         "FailedLinks",

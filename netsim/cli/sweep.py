@@ -27,7 +27,12 @@ def register(subparsers) -> None:
     p.add_argument("--chunk-size", type=int, help="points per batch (default: sized to device memory)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it holds a different sweep")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    p.add_argument("--plot", help="also save a PNG of the makespan over the axes")
+    p.add_argument("--plot", help="also save a PNG of --metric over the axes")
+    p.add_argument(
+        "--metric",
+        choices=("makespan", "busbw"),
+        help="what --plot draws (default: busbw when the spec gives `busbw`, its collective; else makespan)",
+    )
     dist = p.add_argument_group("multi-host (jax.distributed; run the same command on every host)")
     dist.add_argument("--coordinator", help="host:port of process 0")
     dist.add_argument("--num-processes", type=whole(1))
@@ -50,6 +55,8 @@ def _sweep(args: argparse.Namespace) -> int:
         check_outputs(
             {"the spec": args.spec}, {"--out": (args.out, (args.out,)), "--plot": (args.plot, plots)}
         )
+        if args.metric and not args.plot:
+            raise SweepError("--metric: chooses what --plot draws; give --plot too")
         if args.chunk_size is not None and args.chunk_size < 1:
             raise SweepError(
                 f"--chunk-size: expected a positive number of points per batch, got {args.chunk_size}"
@@ -75,6 +82,11 @@ def _sweep(args: argparse.Namespace) -> int:
         jax.distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     try:
         sweep = load_spec(args.spec)
+        if args.metric == "busbw" and sweep.busbw is None:
+            raise SweepError(
+                f'--metric busbw: {args.spec} does not say which collective it sweeps (add "busbw": '
+                '{"kind": ..., "ranks": ..., "size": ...}; see docs/sweeps.md)'
+            )
         if args.samples is not None or args.seed is not None:
             sweep = dataclasses.replace(
                 sweep,
@@ -101,7 +113,8 @@ def _sweep(args: argparse.Namespace) -> int:
     if args.plot:
         from netsim.plots import plot_sweep
 
-        plot_sweep(result, args.plot)
+        metric = args.metric or ("busbw" if sweep.busbw is not None else "makespan")
+        plot_sweep(result, args.plot, metric=metric)
         print(f"wrote {args.plot}")
     return 0
 
@@ -127,6 +140,9 @@ def summary(result) -> str:
                 *(format_quantity(float(v), "time") for v in (span.min(), np.median(span), span.max()))
             )
         )
+        if "busbw" in result.meta:
+            bw = result.metric("busbw")[ok] / 1e9
+            lines.append(f"busbw     min {bw.min():.2f}  median {np.median(bw):.2f}  max {bw.max():.2f} GB/s")
         rows = np.flatnonzero(ok)
         for what, row in (("best", rows[np.argmin(span)]), ("worst", rows[np.argmax(span)])):
             lines.append(f"{what:<6}" + "  ".join(f"{a.name}={_point_label(a, row)}" for a in result.axes))

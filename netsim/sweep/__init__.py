@@ -19,4 +19,5 @@ from ._result import load_result as load_result
 from ._spec import load_spec as load_spec
 from ._spec import sweep_from_dict as sweep_from_dict
 from ._store import check_out_path as check_out_path
+from ._sweep import BusBandwidth as BusBandwidth
 from ._sweep import Sweep as Sweep

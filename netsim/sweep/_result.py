@@ -109,13 +109,28 @@ class SweepResult:
         raise KeyError(f"no axis {name!r}; axes are {[a.name for a in self.axes]}")
 
     def metric(self, name: str) -> np.ndarray:
-        """A per-point column by name (makespan, status, events, flow_finish, link_bytes, link_utilization)."""
+        """A per-point column by name (makespan, status, events, flow_finish, link_bytes, link_utilization), or
+        busbw (bytes/s) for a sweep given `busbw=` (a collective's)."""
+        if name == "busbw" and "busbw" in self.meta:
+            return self._busbw()
         value = getattr(self, name, None) if name in _COLUMNS else None
         if value is None:
-            raise KeyError(
-                f"no metric {name!r} in this sweep; have {[c for c in _COLUMNS if getattr(self, c) is not None]}"
-            )
+            have = [c for c in _COLUMNS if getattr(self, c) is not None] + ["busbw"] * ("busbw" in self.meta)
+            raise KeyError(f"no metric {name!r} in this sweep; have {have}")
         return value
+
+    def _busbw(self) -> np.ndarray:
+        """nccl-tests' busbw per point: S / makespan x the bus factor, S scaled by the message-size axis."""
+        from ..workloads.collectives import bus_factor
+
+        b = _json(self.meta["busbw"])
+        size = np.full(self.n_points, float(b["size"]))
+        if b["axis"] is not None:
+            a = self.axis(b["axis"])
+            v = a.values[a.index] if a.index is not None else a.value
+            scaled = a.description.get("scale") is not None or a.description.get("scale_range") is not None
+            size = size * (v if scaled else v / float(b["flow_bytes"]))
+        return size / self.makespan * bus_factor(b["kind"], int(b["ranks"]))
 
     def grid(self, metric: str | np.ndarray = "makespan") -> np.ndarray:
         """The metric laid out on the grid: shape grid_shape (+ trailing per-flow/link dims); NaN if not run."""

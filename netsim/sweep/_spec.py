@@ -12,7 +12,7 @@ from typing import Any
 from .._checks import quantity, read_text
 from .._scenario import Scenario, ScenarioError
 from ._axes import FailedLinks, LinkBandwidth, LinkLatency, MessageSize, ScenarioAxis, SweepError
-from ._sweep import Sweep
+from ._sweep import BusBandwidth, Sweep
 
 _ARRAY = {"bandwidth": LinkBandwidth, "latency": LinkLatency, "bytes": MessageSize}
 _UNIT = {"bandwidth": "bandwidth", "latency": "time", "bytes": "bytes"}
@@ -35,7 +35,7 @@ def sweep_from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Sweep:
     """Builds a Sweep from its JSON structure (values may carry units: "25 GB/s", "2 us", "4 MiB")."""
     if not isinstance(data, Mapping):
         raise SweepError(f"sweep spec: expected a JSON object, got {type(data).__name__}")
-    unknown = set(data) - {"scenario", "axes", "samples", "seed", "outputs", "name", "description"}
+    unknown = set(data) - {"scenario", "axes", "samples", "seed", "outputs", "name", "description", "busbw"}
     if unknown:
         raise SweepError(f"sweep spec: unknown field(s) {sorted(unknown)}")
     if "scenario" not in data:
@@ -59,6 +59,14 @@ def sweep_from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Sweep:
         not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs)
     ):
         raise SweepError(f"outputs: expected a list of output names, got {outputs!r}")
+    busbw = data.get("busbw")
+    if busbw is not None:
+        if not isinstance(busbw, Mapping) or set(busbw) != {"kind", "ranks", "size"}:
+            raise SweepError(
+                f'busbw: expected {{"kind": "allreduce", "ranks": 8, "size": "64 MiB"}} (the collective of the '
+                f"base scenario), got {busbw!r}"
+            )
+        busbw = BusBandwidth(busbw["kind"], busbw["ranks"], busbw["size"])
     # Sweep checks samples and seed by type (a string seed is refused, not parsed)
     return Sweep(
         scenario,
@@ -67,6 +75,7 @@ def sweep_from_dict(data: Mapping[str, Any], *, base_dir: str = ".") -> Sweep:
         seed=data.get("seed", 0),
         outputs=outputs,
         name=data.get("name", ""),
+        busbw=busbw,
     )
 
 

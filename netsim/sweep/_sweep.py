@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from .. import kernels
+from .._checks import quantity
 from .._compile import Compiled, Shape, compile_scenario
 from .._progress import Progress
 from .._runner import run_batch
@@ -69,6 +70,31 @@ class Plan:
 
 
 @dataclasses.dataclass(frozen=True)
+class BusBandwidth:
+    """What turns a sweep's makespans into nccl-tests' bus bandwidth (the `busbw` metric): the base scenario
+    is one `kind` collective of `size` bytes (nccl-tests' S) on `ranks` ranks, and a message-size axis over
+    all its flows scales S with them. busbw = S / makespan x the bus factor (2(n-1)/n for allreduce...)."""
+
+    kind: str
+    ranks: int
+    size: float
+
+    def __post_init__(self):
+        from ..workloads.collectives import bus_factor
+
+        try:
+            bus_factor(self.kind, 2)
+        except ScenarioError as e:
+            raise SweepError(f"busbw.kind: {e}") from None
+        if isinstance(self.ranks, bool) or not isinstance(self.ranks, int) or self.ranks < 2:
+            raise SweepError(f"busbw.ranks: expected an integer >= 2, got {self.ranks!r}")
+        try:
+            object.__setattr__(self, "size", quantity(self.size, "bytes", "busbw.size", positive=True))
+        except ScenarioError as e:
+            raise SweepError(str(e)) from None
+
+
+@dataclasses.dataclass(frozen=True)
 class Sweep:
     """A base scenario plus axes: a grid over the axes' values, or `samples` random points.
 
@@ -79,6 +105,7 @@ class Sweep:
             value uniformly, ranges draw from their range), reproducible from `seed`.
         outputs: per-point arrays to keep besides status/events/makespan; default: every one of
             flow_finish, link_bytes, link_utilization whose layout all points share.
+        busbw: for a collective's sweep, how makespans become busbw (`SweepResult.metric("busbw")`).
     """
 
     scenario: Scenario
@@ -87,6 +114,7 @@ class Sweep:
     seed: int = 0
     outputs: Sequence[str] | None = None
     name: str = ""
+    busbw: BusBandwidth | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "axes", tuple(self.axes))
@@ -120,10 +148,14 @@ class Sweep:
             bad = [o for o in self.outputs if o not in OUTPUTS]
             if bad:
                 raise SweepError(f"outputs: unknown {bad}; choose from {list(OUTPUTS)}")
+        if self.busbw is not None:
+            if not isinstance(self.busbw, BusBandwidth):
+                raise SweepError(f"busbw: expected a BusBandwidth, got {type(self.busbw).__name__}")
+            _busbw_axis(self)  # refuses now what could not be turned into busbw later
 
     # --- identity ---------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        return {
+        out = {
             "scenario": self.scenario.to_dict(),
             "axes": [a.describe() for a in self.axes],
             "samples": self.samples,
@@ -131,6 +163,9 @@ class Sweep:
             "outputs": None if self.outputs is None else list(self.outputs),
             "name": self.name,
         }
+        if self.busbw is not None:  # only when set: earlier sweeps keep their fingerprints
+            out["busbw"] = dataclasses.asdict(self.busbw)
+        return out
 
     def fingerprint(self) -> str:
         """Hash of everything that decides the points and their results: a resume must match it."""
@@ -530,7 +565,14 @@ def _meta(sweep: Sweep, plan: Plan) -> dict[str, Any]:
             if d["sizes"] is not None:
                 d["labels"] = [format_bytes(b) for b in d["sizes"]]
         axes.append(d)
+    busbw = {}
+    if sweep.busbw is not None:
+        axis, flow_bytes = _busbw_axis(sweep)
+        busbw = {
+            "busbw": json.dumps({**dataclasses.asdict(sweep.busbw), "axis": axis, "flow_bytes": flow_bytes})
+        }
     return {
+        **busbw,
         "format": FORMAT,
         "version": VERSION,
         "fingerprint": sweep.fingerprint(),
@@ -542,6 +584,34 @@ def _meta(sweep: Sweep, plan: Plan) -> dict[str, Any]:
         "grid_shape": json.dumps(plan.grid_shape),
         "outputs": json.dumps(list(plan.outputs)),
     }
+
+
+def _busbw_axis(sweep: Sweep) -> tuple[str | None, float | None]:
+    """The message-size axis that scales the collective's S (None if none) and the bytes its flows share in
+    the base scenario; refuses what would make S ambiguous."""
+    sizes = [a for a in sweep.axes if isinstance(a, MessageSize)]
+    if not sizes:
+        return None, None
+    if len(sizes) > 1:
+        raise SweepError(
+            f"busbw: one message-size axis can scale the collective's size, got {[a.name for a in sizes]}"
+        )
+    (axis,) = sizes
+    flows = sweep.scenario.flows
+    hit = match_ids([f.id for f in flows], axis.match, f"axis {axis.name!r}.flows")
+    where = f"busbw: message-size axis {axis.name!r}"
+    if len(hit) != len(flows):
+        raise SweepError(
+            f"{where} must size every flow of the collective; it matches {len(hit)} of {len(flows)}"
+        )
+    if axis.independent:
+        raise SweepError(f"{where} draws each flow's size apart: the collective has no one size")
+    base = {flows[i].bytes for i in hit}
+    if not axis.is_scale and len(base) != 1:
+        raise SweepError(
+            f"{where} sets bytes, but the base flows' sizes differ ({len(base)} sizes): S is not defined"
+        )
+    return axis.name, float(next(iter(base))) if len(base) == 1 else None
 
 
 def _message_sizes(axis: MessageSize, base: Scenario) -> list[float] | None:

@@ -10,6 +10,7 @@ from ._base import Fabric as Fabric
 from ._base import LinkFabric as LinkFabric
 from ._base import Workload as Workload
 from ._base import concat as concat
+from ._import import CollectiveCall as CollectiveCall
 from ._import import ImportedRun as ImportedRun
 from ._import import simulate_workload as simulate_workload
 from ._import_chakra import ChakraNode as ChakraNode

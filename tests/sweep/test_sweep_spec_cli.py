@@ -263,3 +263,57 @@ def test_sampled_sweep_to_xarray_has_a_point_dimension():
     bw = result.axis("bw")
     assert ds["bw"].dims == ("point", "bw_id") and list(ds["bw_id"].values) == list(bw.ids)
     np.testing.assert_array_equal(ds["bw"].values, bw.value)
+
+
+def test_busbw_metric_of_a_collective_sweep(tmp_path):
+    """The example scenario is one 64 MiB ring AllReduce on 8 ranks (8 MiB per flow; its description gives
+    busbw 21.86 GB/s at makespan 5.3726 ms). Sized by bytes per flow or by scale, busbw is S / t x 2(n-1)/n
+    with S scaled by the size axis."""
+    from pathlib import Path
+
+    from netsim.sweep import BusBandwidth, MessageSize, Sweep
+
+    base = netsim.Scenario.load(Path(__file__).resolve().parents[2] / "examples" / "pcie_ring_allreduce.json")
+    ring = BusBandwidth("allreduce", 8, "64 MiB")
+    by_value = Sweep(base, [MessageSize("size", value=[8 * 2**20, 2**20])], busbw=ring).run()
+    by_scale = Sweep(base, [MessageSize("size", scale=[1.0, 0.125])], busbw=ring).run()
+    t = by_value.makespan
+    assert t[0] == pytest.approx(0.005372580456621004, rel=1e-12)
+    expected = np.array([64, 8]) * 2**20 / t * 2 * 7 / 8
+    np.testing.assert_allclose(by_value.metric("busbw"), expected, rtol=1e-12)
+    np.testing.assert_allclose(by_scale.metric("busbw"), expected, rtol=1e-12)
+    assert by_value.metric("busbw")[0] == pytest.approx(21.86e9, rel=1e-3)
+    assert f"max {expected.max() / 1e9:.2f} GB/s" in sweep_cli.summary(by_value)
+    fig = plots.plot_sweep(by_value, metric="busbw")
+    assert fig.axes[0].get_ylabel() == "busbw (GB/s)"
+    assert fig.axes[0].get_lines()[0].get_ydata()[0] == pytest.approx(expected[0] / 1e9)
+    with pytest.raises(KeyError, match="no metric 'busbw'"):
+        Sweep(base, [MessageSize("size", scale=[1.0])]).run().metric("busbw")
+    # what would leave S undefined is refused when the sweep is made
+    with pytest.raises(SweepError, match="must size every flow of the collective; it matches 1 of 112"):
+        Sweep(base, [MessageSize("size", match=base.flows[0].id, scale=[1.0])], busbw=ring)
+    for bad, message in (
+        (("allreduse", 8, "64 MiB"), "busbw.kind"),
+        (("allreduce", 1, "64 MiB"), "busbw.ranks"),
+        (("allreduce", 8, "-1 MiB"), "busbw.size"),
+    ):
+        with pytest.raises(SweepError, match=message):
+            BusBandwidth(*bad)
+
+
+def test_sweep_cli_busbw_options_are_checked_before_any_work(tmp_path, capsys):
+    from netsim.cli import main
+
+    spec = tmp_path / "s.json"
+    spec.write_text(
+        json.dumps({"scenario": diamond().to_dict(), "axes": [{"kind": "bytes", "flows": "*", "scale": [1]}]})
+    )
+    out = str(tmp_path / "o.h5")
+    assert main(["sweep", str(spec), "--out", out, "--metric", "busbw"]) == 2
+    assert "--metric: chooses what --plot draws; give --plot too" in capsys.readouterr().err
+    plot = str(tmp_path / "p.png")
+    assert main(["sweep", str(spec), "--out", out, "--plot", plot, "--metric", "busbw"]) == 2
+    assert "does not say which collective it sweeps" in capsys.readouterr().err
+    spec.write_text(json.dumps({**json.loads(spec.read_text()), "busbw": {"kind": "allreduce", "ranks": 8}}))
+    assert main(["sweep", str(spec), "--out", out]) == 2
+    assert "busbw: expected" in capsys.readouterr().err
