@@ -3,6 +3,7 @@ its JCT with the placement heuristics and simulation-in-the-loop on a held-out D
 
     python examples/train_policy.py              # 16 updates of 8 episodes: minutes on a CPU
     python examples/train_policy.py --updates 2  # a quick look
+    python examples/train_policy.py --eval-seeds 0:20 --eval-jobs 10  # judged on 20 held-out traces
 
 The policy scores each candidate placement of the head job (netsim.jobs.CANDIDATES) from the job's and
 the candidate's features, plus a "wait" score; the action is a masked softmax sample. Its forward and
@@ -27,11 +28,13 @@ from netsim.jobs import (
     CANDIDATE_FEATURES,
     CANDIDATES,
     JOB_FEATURES,
+    JOB_POLICIES,
     JobEnvs,
     Observation,
     Paces,
     deepshare_cluster,
     deepshare_trace,
+    evaluate,
     schedule,
 )
 
@@ -170,12 +173,41 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=12, help="jobs per training episode")
     parser.add_argument("--eval-jobs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--eval-seeds",
+        metavar="A:B",
+        help="judge the trained policy beside every heuristic over the held-out seeded traces A..B-1 (as "
+        "`netsim jobs --policy all --seeds A:B`, with bootstrap intervals) instead of one trace",
+    )
     args = parser.parse_args(argv)
+    if args.eval_seeds is not None:  # held out: training draws its traces from seeds 1000 and up
+        first, _, stop = args.eval_seeds.partition(":")
+        if not (first.isdigit() and stop.isdigit() and int(first) < int(stop) <= 1000):
+            parser.error(
+                f"--eval-seeds: expected A:B with 0 <= A < B <= 1000 (held out), got {args.eval_seeds!r}"
+            )
+        first, stop = int(first), int(stop)
     jax.config.update("jax_enable_x64", True)  # simulated time is float64
     enable_compilation_cache()
     with jax.numpy_dtype_promotion("standard"):
         policy, paces = train(updates=args.updates, envs=args.envs, jobs=args.jobs, seed=args.seed)
         topo = deepshare_cluster()
+        if args.eval_seeds is not None:
+            t0 = time.perf_counter()
+            ev = evaluate(
+                topo,
+                range(first, stop),
+                policies=JOB_POLICIES,
+                extra={"trained": trained_policy(policy)},
+                jobs=args.eval_jobs,
+                paces=paces,
+                progress=lambda name, seed: print(f"  evaluating {name} on seed {seed}", flush=True),
+            )
+            print(
+                f"\nheld-out seeds {args.eval_seeds}, {args.eval_jobs} jobs each ({time.perf_counter() - t0:.0f} s)"
+            )
+            print(ev.table())
+            return
         trace = deepshare_trace(args.eval_jobs, seed=args.seed)  # held out: training used seeds >= 1000
         print(f"\nheld-out trace: {args.eval_jobs} jobs, seed {args.seed}")
         for name in (*CANDIDATES, "simloop", "trained"):

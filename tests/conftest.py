@@ -15,11 +15,23 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 jax.config.update("jax_numpy_rank_promotion", "raise")
 
 
+def _mappings() -> tuple[int, int]:
+    """(memory mappings of this process, the kernel's limit on them); (0, 0) where /proc does not say."""
+    try:
+        with open("/proc/self/maps", "rb") as maps, open("/proc/sys/vm/max_map_count") as limit:
+            return sum(1 for _ in maps), int(limit.read())
+    except (OSError, ValueError):
+        return 0, 0
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_code():
-    """Frees each module's compiled executables once it is done. XLA's CPU executables hold ~18 memory
-    mappings each (200 small jits: 425 -> 3,997 mappings in /proc/self/maps); a whole run compiles thousands
-    in one process, and past Linux's vm.max_map_count (65,530) XLA's next compile segfaults."""
+    """Frees the compiled executables once a module leaves this process past half of Linux's
+    vm.max_map_count. XLA's CPU executables hold ~18 memory mappings each (200 small jits: 425 -> 3,997
+    mappings); a whole run compiles thousands in one process, and past the limit (65,530 by default)
+    XLA's next compile segfaults. Clearing after every module instead costs each module its recompiles."""
     yield
-    jax.clear_caches()
-    gc.collect()
+    used, limit = _mappings()
+    if used > limit // 2:
+        jax.clear_caches()
+        gc.collect()
