@@ -93,9 +93,7 @@ def _ascending(
     ids = jnp.sort(ids)
     ids = jnp.sort(jnp.where(jnp.concatenate([jnp.zeros(1, bool), ids[1:] == ids[:-1]]), n, ids))
     count = jnp.sum(ids < n, dtype=jnp.int32)
-    if ids.shape[0] >= size:
-        return ids[:size], count
-    return jnp.concatenate([ids, jnp.full(size - ids.shape[0], n, ids.dtype)]), count
+    return _fit(ids, size, n), count
 
 
 def _plan(
@@ -195,22 +193,15 @@ def _step(
 
 def _sized(f: _Frontier, size: int, n: int) -> _Frontier:
     """`f` in buffers of `size` slots (exact when f.need <= size: the rest are fill)."""
+    ids = [_fit(x, size, n) for x in (f.active, f.flight, f.recent, f.begin)]
+    return _Frontier(*ids, _fit(f.start, size, 0.0), _fit(f.first_byte, size, 0.0), f.left, f.need)
 
-    def fit(x, fill):
-        if x.shape[0] >= size:
-            return x[:size]
-        return jnp.concatenate([x, jnp.full(size - x.shape[0], fill, x.dtype)])
 
-    return _Frontier(
-        fit(f.active, n),
-        fit(f.flight, n),
-        fit(f.recent, n),
-        fit(f.begin, n),
-        fit(f.start, 0.0),
-        fit(f.first_byte, 0.0),
-        f.left,
-        f.need,
-    )
+def _fit(x: AnyArray, size: int, fill) -> AnyArray:
+    """`x` cut to `size` slots, or padded with `fill` to them."""
+    if x.shape[0] >= size:
+        return x[:size]
+    return jnp.concatenate([x, jnp.full(size - x.shape[0], fill, x.dtype)])
 
 
 def _ladder(
@@ -231,16 +222,13 @@ def _ladder(
     items, which it holds."""
     n = program.after.shape[0]
 
-    def going(s: SimState, f: _Frontier) -> Bool[AnyArray, ""]:
-        return (f.left > 0) & (s.events < stop) & (s.status == OK)
-
     def level(i: int, c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
         def cond(c):
             s, f = c
             smallest = f.need <= sizes[i]
             if i + 1 < len(sizes):
                 smallest = smallest & (f.need > sizes[i + 1])
-            return smallest & going(s, f)
+            return smallest & _going(s, f, stop)
 
         return jax.lax.while_loop(cond, lambda c: _step(view_step, program, latency, succ, *c), c)
 
@@ -256,7 +244,7 @@ def _ladder(
             s = s2
         return s, top
 
-    return jax.lax.while_loop(lambda c: (c[1].need <= sizes[0]) & going(*c), body, c)
+    return jax.lax.while_loop(lambda c: (c[1].need <= sizes[0]) & _going(*c, stop), body, c)
 
 
 def frontier_pass(
@@ -280,8 +268,13 @@ def frontier_pass(
     one, beyond = jnp.int32(1), jnp.int32(sizes[0] + 1)
     start = _overflowing(program.after.shape[0], sizes[0], s.time.dtype, one, beyond)
     c = jax.lax.while_loop(
-        lambda c: (c[1].need > sizes[0]) & (c[1].left > 0) & (c[0].events < stop) & (c[0].status == OK),
+        lambda c: (c[1].need > sizes[0]) & _going(*c, stop),
         lambda c: _full_step(full, program, latency, succ, c[0], sizes[0]),
         (s, start),
     )
     return _ladder(view_step, program, latency, succ, c, sizes=sizes, stop=stop)[0]
+
+
+def _going(s: SimState, f: _Frontier, stop: int | Int[AnyArray, ""]) -> Bool[AnyArray, ""]:
+    """Whether the run goes on: items left, fewer than `stop` events, status OK."""
+    return (f.left > 0) & (s.events < stop) & (s.status == OK)
