@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import equinox.internal as eqxi
 import jax
@@ -9,7 +11,7 @@ import jax.numpy as jnp
 from jaxtyping import Bool, Float, Int
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Allocation, AnyArray, Network, Program, SimState
-from .frontier import buffer_sizes, frontier_pass, successors
+from .frontier import buffer_sizes, dependency_graph, frontier_pass
 from .maxmin import (
     append_row,
     dense_by_default,
@@ -444,24 +446,12 @@ def run(
     if not sizes:
         s = eqxi.while_loop(unfinished, body, s0, max_steps=None if loop == "lax" else max_events, kind=loop)
     else:  # full events while the active set overflows the frontier, frontier events while it fits, and again
-        succ = successors(program.after)
-
-        def view_step(s: SimState, view: Int[AnyArray, " V"]):
-            return step_view(network, program, s, view, floor=floor, loop=loop, tolerance=tolerance)
-
-        def one_pass(s: SimState) -> SimState:
-            return frontier_pass(
-                s,
-                full=body,
-                view_step=view_step,
-                program=program,
-                latency=latency,
-                succ=succ,
-                sizes=sizes,
-                stop=stop,
-            )
-
-        s = jax.lax.while_loop(unfinished, one_pass, s0)
+        view_step = functools.partial(
+            step_view, network, program, floor=floor, loop=loop, tolerance=tolerance
+        )
+        graph = dependency_graph(program.after, program.release, latency)  # once, outside the loop
+        kw = dict(full=body, view_step=view_step, graph=graph, sizes=sizes, stop=stop)
+        s = jax.lax.while_loop(unfinished, lambda s: frontier_pass(s, **kw), s0)
     paused = (s.events < max_events) & (s.status == OK) if until is not None else False
     late = jnp.where(jnp.all(s.done) | paused, OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))

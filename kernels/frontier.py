@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Bool, Float, Int
 
-from ._types import OK, AnyArray, Program, SimState
+from ._types import OK, AnyArray, SimState
 from .maxmin import compact
 
 # Buffer sizes of the frontier: events work on the active items alone while they fit 128, and on
@@ -69,21 +69,27 @@ class _Frontier(eqx.Module):
     need: Int[AnyArray, ""]  # the smallest buffer size that holds all of it (the arrays fit when <= A)
 
 
-class Successors(eqx.Module):
-    """The dependency graph turned around (CSR): the items waiting on item i are index[ptr[i]:ptr[i + 1]]."""
+class Graph(eqx.Module):
+    """What plans read of a run, fixed for it: each item's predecessors, release and route latency, and its
+    successors (CSR: the items waiting on item i are index[ptr[i]:ptr[i + 1]])."""
 
+    after: Int[AnyArray, "N P"]
+    release: Float[AnyArray, " N"]
+    latency: Float[AnyArray, " N"]  # s from start to first byte (`engine.route_latency`)
     ptr: Int[AnyArray, " M"]  # N + 2 entries
     index: Int[AnyArray, " E"]
 
 
-def successors(after: Int[AnyArray, "N P"]) -> Successors:
-    """`after` as successor lists, built once per run (a sort of the N x P predecessor entries)."""
+def dependency_graph(
+    after: Int[AnyArray, "N P"], release: Float[AnyArray, " N"], latency: Float[AnyArray, " N"]
+) -> Graph:
+    """The run's `Graph`, built once per run (the successor lists: a sort of the N x P predecessor entries)."""
     n, p = after.shape
     pred = jnp.asarray(after).ravel()
     order = jnp.argsort(pred, stable=True)
     index = (order // p).astype(jnp.int32)
     ptr = jnp.searchsorted(pred[order], jnp.arange(n + 2, dtype=pred.dtype), side="left").astype(jnp.int32)
-    return Successors(ptr, index)
+    return Graph(jnp.asarray(after), jnp.asarray(release), latency, ptr, index)
 
 
 def _ascending(
@@ -97,9 +103,7 @@ def _ascending(
 
 
 def _plan(
-    program: Program,
-    latency: Float[AnyArray, " N"],
-    succ: Successors,
+    g: Graph,
     s: SimState,
     active: Int[AnyArray, " A"],
     recent: Int[AnyArray, " A"],
@@ -111,37 +115,29 @@ def _plan(
     An item becomes ready only when its last predecessor finishes, so the items the next event schedules
     are among the successors of the items that finished at this one: the same begin, start and first byte
     as the full scan over every item in `step`, which the next event needs only when a buffer overflows."""
-    n = program.after.shape[0]
+    n = g.after.shape[0]
     size = active.shape[0]
-    after, release = jnp.asarray(program.after), jnp.asarray(program.release)
     real = recent < n
-    lo = succ.ptr.at[recent].get(mode="fill", fill_value=0)
-    deg = jnp.where(real, succ.ptr.at[recent + 1].get(mode="fill", fill_value=0) - lo, 0)
+    lo = g.ptr.at[recent].get(mode="fill", fill_value=0)
+    deg = jnp.where(real, g.ptr.at[recent + 1].get(mode="fill", fill_value=0) - lo, 0)
     ends = jnp.cumsum(deg, dtype=jnp.int32)
     slot = jnp.arange(size, dtype=jnp.int32)  # the plan takes up to `size` successor entries
     which = jnp.minimum(jnp.searchsorted(ends, slot, side="right"), size - 1).astype(jnp.int32)
     entry = lo[which] + slot - (ends[which] - deg[which])
-    cand = jnp.where(slot < ends[-1], succ.index.at[entry].get(mode="fill", fill_value=n), n)
-    preds = after.at[cand].get(mode="fill", fill_value=n)
+    cand = jnp.where(slot < ends[-1], g.index.at[entry].get(mode="fill", fill_value=n), n)
+    preds = g.after.at[cand].get(mode="fill", fill_value=n)
     pred_done = jnp.all(s.done.at[preds].get(mode="fill", fill_value=True), axis=1)
     pred_finish = jnp.max(s.finish.at[preds].get(mode="fill", fill_value=0.0), axis=1)
     ready = (cand < n) & ~s.started.at[cand].get(mode="fill", fill_value=True) & pred_done
-    start = jnp.maximum(release.at[cand].get(mode="fill", fill_value=0.0), pred_finish)
-    first_byte = start + latency.at[cand].get(mode="fill", fill_value=0.0)
+    start = jnp.maximum(g.release.at[cand].get(mode="fill", fill_value=0.0), pred_finish)
+    first_byte = start + g.latency.at[cand].get(mode="fill", fill_value=0.0)
     begin = jnp.where(ready, cand, n)
     union, count = _ascending(jnp.concatenate([active, begin]), size, n)
     need = jnp.maximum(jnp.maximum(need.astype(jnp.int32), ends[-1]), count)
     return _Frontier(active, union, recent, begin, start, first_byte, left.astype(jnp.int32), need)
 
 
-def _full_step(
-    full: FullStep,
-    program: Program,
-    latency: Float[AnyArray, " N"],
-    succ: Successors,
-    s: SimState,
-    size: int,
-) -> tuple[SimState, _Frontier]:
+def _full_step(full: FullStep, g: Graph, s: SimState, size: int) -> tuple[SimState, _Frontier]:
     """An event over every item, then the frontier rebuilt from scratch (O(items), as the event), unless the
     active set or the last completions alone overflow it: then a frontier of fills that only says so."""
     new = full(s)
@@ -151,9 +147,9 @@ def _full_step(
 
     def plan() -> _Frontier:
         active, recent = compact(in_flight, size), compact(finished, size)
-        return _plan(program, latency, succ, new, active, recent, left, need)
+        return _plan(g, new, active, recent, left, need)
 
-    overflow = lambda: _overflowing(program.after.shape[0], size, new.time.dtype, left, need)
+    overflow = lambda: _overflowing(g.after.shape[0], size, new.time.dtype, left, need)
     return new, jax.lax.cond(need > size, overflow, plan)
 
 
@@ -164,18 +160,11 @@ def _overflowing(n: int, size: int, dtype, left: Int[AnyArray, ""], need: Int[An
     return _Frontier(ids, ids, ids, ids, times, times, left, need)
 
 
-def _step(
-    view_step: ViewStep,
-    program: Program,
-    latency: Float[AnyArray, " N"],
-    succ: Successors,
-    s: SimState,
-    f: _Frontier,
-) -> tuple[SimState, _Frontier]:
+def _step(view_step: ViewStep, g: Graph, s: SimState, f: _Frontier) -> tuple[SimState, _Frontier]:
     """An event on the frontier alone (when `f.need` <= its size): the plan's scheduling, then `view_step` on
     the items in flight and those that just left the allocation, whose work grows with the active set, not
     the item count."""
-    n = program.after.shape[0]
+    n = g.after.shape[0]
     size = f.flight.shape[0]
     scheduled = (
         s.started.at[f.begin].set(True, mode="drop"),
@@ -188,7 +177,7 @@ def _step(
     active, n_active = _ascending(jnp.where(in_flight, view, n), size, n)
     recent, n_recent = _ascending(jnp.where(finishing, view, n), size, n)
     left = f.left - jnp.sum(finishing).astype(f.left.dtype)
-    return new, _plan(program, latency, succ, new, active, recent, left, jnp.maximum(n_active, n_recent))
+    return new, _plan(g, new, active, recent, left, jnp.maximum(n_active, n_recent))
 
 
 def _sized(f: _Frontier, size: int, n: int) -> _Frontier:
@@ -206,9 +195,7 @@ def _fit(x: AnyArray, size: int, fill) -> AnyArray:
 
 def _ladder(
     view_step: ViewStep,
-    program: Program,
-    latency: Float[AnyArray, " N"],
-    succ: Successors,
+    g: Graph,
     c: tuple[SimState, _Frontier],
     *,
     sizes: tuple[int, ...],
@@ -220,7 +207,7 @@ def _ladder(
     at a change of size (entering a loop copies the state, so an idle loop per event would cost O(items)).
     A plan that outgrows a small buffer is made again at sizes[0] from that buffer's active and recent
     items, which it holds."""
-    n = program.after.shape[0]
+    n = g.after.shape[0]
 
     def level(i: int, c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
         def cond(c):
@@ -230,7 +217,7 @@ def _ladder(
                 smallest = smallest & (f.need > sizes[i + 1])
             return smallest & _going(s, f, stop)
 
-        return jax.lax.while_loop(cond, lambda c: _step(view_step, program, latency, succ, *c), c)
+        return jax.lax.while_loop(cond, lambda c: _step(view_step, g, *c), c)
 
     def body(c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
         s, top = level(0, c)
@@ -238,7 +225,7 @@ def _ladder(
             s2, f = level(i, (s, _sized(top, size, n)))
             big = _sized(f, sizes[0], n)  # its active and recent items fit: plan again at sizes[0]
             need = jnp.maximum(jnp.sum(f.active < n, dtype=jnp.int32), jnp.sum(f.recent < n, dtype=jnp.int32))
-            again = _plan(program, latency, succ, s2, big.active, big.recent, f.left, need)
+            again = _plan(g, s2, big.active, big.recent, f.left, need)
             ran = s2.events > s.events
             top = jax.tree.map(lambda a, b, ran=ran: jnp.where(ran, a, b), again, top)
             s = s2
@@ -252,9 +239,7 @@ def frontier_pass(
     *,
     full: FullStep,
     view_step: ViewStep,
-    program: Program,
-    latency: Float[AnyArray, " N"],
-    succ: Successors,
+    graph: Graph,
     sizes: tuple[int, ...],
     stop: int | Int[AnyArray, ""],
 ) -> SimState:
@@ -262,17 +247,17 @@ def frontier_pass(
     events (`_ladder`) until it overflows again or the run ends (every item done, `stop` events, a bad status).
 
     full, view_step: the event step over every item and over a view (`engine.step`, `engine.step_view`);
-    latency: `engine.route_latency`; succ: `successors(program.after)`; sizes: `buffer_sizes`."""
+    graph: `dependency_graph` of the run; sizes: `buffer_sizes`."""
     # the first full step runs as the loop's first pass (from a frontier that overflows), not before
     # it: the full step, the largest part of the engine, is then compiled once, not twice
     one, beyond = jnp.int32(1), jnp.int32(sizes[0] + 1)
-    start = _overflowing(program.after.shape[0], sizes[0], s.time.dtype, one, beyond)
+    start = _overflowing(graph.after.shape[0], sizes[0], s.time.dtype, one, beyond)
     c = jax.lax.while_loop(
         lambda c: (c[1].need > sizes[0]) & _going(*c, stop),
-        lambda c: _full_step(full, program, latency, succ, c[0], sizes[0]),
+        lambda c: _full_step(full, graph, c[0], sizes[0]),
         (s, start),
     )
-    return _ladder(view_step, program, latency, succ, c, sizes=sizes, stop=stop)[0]
+    return _ladder(view_step, graph, c, sizes=sizes, stop=stop)[0]
 
 
 def _going(s: SimState, f: _Frontier, stop: int | Int[AnyArray, ""]) -> Bool[AnyArray, ""]:

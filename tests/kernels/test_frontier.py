@@ -131,6 +131,6 @@ def test_bad_frontier(kwargs, match):
 
 def test_successor_lists():
     after = jnp.asarray([[3, 3], [0, 3], [0, 1]], jnp.int32)  # 3 items; index 3 means "none"
-    succ = frontier.successors(after)
+    succ = frontier.dependency_graph(after, jnp.zeros(3), jnp.zeros(3))
     ptr, index = np.asarray(succ.ptr), np.asarray(succ.index)
     assert [sorted(index[ptr[i] : ptr[i + 1]].tolist()) for i in range(3)] == [[1, 2], [2], []]
