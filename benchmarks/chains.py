@@ -19,7 +19,7 @@ import argparse
 import os
 import time
 
-from netsim.cli import cpu_threads_label, set_cpu_threads
+from netsim import cpu_threads_label, set_cpu_threads
 
 
 def chain_scenario(case: str, n: int):

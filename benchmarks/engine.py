@@ -26,7 +26,7 @@ from leafspine import leaf_spine_scenario
 from numpy_baseline import classic_maxmin, numpy_simulate
 
 import netsim
-from netsim.cli import cpu_threads_label, set_cpu_threads
+from netsim import cpu_threads_label, set_cpu_threads
 
 
 def best_of(fn, repeat: int) -> float:

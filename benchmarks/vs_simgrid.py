@@ -48,8 +48,7 @@ jax.config.update("jax_enable_x64", True)
 import numpy as np
 
 import netsim
-from netsim import Flow, Scenario
-from netsim.cli import cpu_threads_label, set_cpu_threads
+from netsim import Flow, Scenario, cpu_threads_label, set_cpu_threads
 from netsim.sweep import LinkBandwidth, Sweep
 from netsim.topology import fat_tree, leaf_spine
 

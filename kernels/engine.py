@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import equinox.internal as eqxi
 import jax
@@ -9,9 +11,9 @@ import jax.numpy as jnp
 from jaxtyping import Bool, Float, Int
 
 from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Allocation, AnyArray, Network, Program, SimState
+from .frontier import buffer_sizes, dependency_graph, frontier_pass
 from .maxmin import (
     append_row,
-    compact,
     dense_by_default,
     empty_allocation,
     gather,
@@ -28,9 +30,6 @@ TIE = 1e-12
 # A finishing item whose rate x time moved less (or more) than it had left by over this fraction of its size
 # hands the difference to its resources (`_advance`): byte counts then stay exact where float64 cannot resolve its time.
 RESIDUE = 1e-10
-# Buffer sizes of the frontier (`run`): events work on the active items alone while they fit 128, and on
-# 16-item buffers while they fit those (a chain's per-event cost falls ~3x from 128 to 16).
-FRONTIER = (128, 16)
 # The fast mode's max-min slack per unit of window (`maxmin_rates(slack=SLACK * tolerance)`): near-equal
 # fair-share levels freeze together, in fewer rounds.
 SLACK = 0.25
@@ -298,142 +297,29 @@ def _commit(
     )
 
 
-class _Frontier(eqx.Module):
-    """The active set, for events that touch only it (`_frontier_step`): every item started and not done,
-    the items that finished at the last event, and the next event's scheduling, computed from the
-    successors of those (the plan). A fixed size `A` (static); valid while `need <= A`, and then the first
-    `need` slots hold everything, so it fits any buffer of at least `need` by cutting or padding (`_sized`)."""
-
-    active: Int[AnyArray, " A"]  # items started and not done; ascending, N fills
-    flight: Int[AnyArray, " A"]  # the same after the planned scheduling
-    recent: Int[AnyArray, " A"]  # items that finished at the last event; ascending, N fills
-    begin: Int[AnyArray, " B"]  # items the next event schedules (repeats allowed); N fills
-    start: Float[AnyArray, " B"]  # s: their start
-    first_byte: Float[AnyArray, " B"]  # s: their first byte
-    left: Int[AnyArray, ""]  # items not done
-    need: Int[AnyArray, ""]  # the smallest buffer size that holds all of it (the arrays fit when <= A)
-
-
-class _Successors(eqx.Module):
-    """The dependency graph turned around (CSR): the items waiting on item i are index[ptr[i]:ptr[i + 1]]."""
-
-    ptr: Int[AnyArray, " M"]  # N + 2 entries
-    index: Int[AnyArray, " E"]
-
-
-def successors(after: Int[AnyArray, "N P"]) -> _Successors:
-    """`after` as successor lists, built once per run (a sort of the N x P predecessor entries)."""
-    n, p = after.shape
-    pred = jnp.asarray(after).ravel()
-    order = jnp.argsort(pred, stable=True)
-    index = (order // p).astype(jnp.int32)
-    ptr = jnp.searchsorted(pred[order], jnp.arange(n + 2, dtype=pred.dtype), side="left").astype(jnp.int32)
-    return _Successors(ptr, index)
-
-
-def _ascending(
-    ids: Int[AnyArray, " m"], size: int, n: int
-) -> tuple[Int[AnyArray, " size"], Int[AnyArray, ""]]:
-    """The distinct ids below n, ascending, in `size` slots (n fills), and how many there are."""
-    ids = jnp.sort(ids)
-    ids = jnp.sort(jnp.where(jnp.concatenate([jnp.zeros(1, bool), ids[1:] == ids[:-1]]), n, ids))
-    count = jnp.sum(ids < n, dtype=jnp.int32)
-    if ids.shape[0] >= size:
-        return ids[:size], count
-    return jnp.concatenate([ids, jnp.full(size - ids.shape[0], n, ids.dtype)]), count
-
-
-def _plan(
-    program: Program,
-    latency: Float[AnyArray, " N"],
-    succ: _Successors,
-    s: SimState,
-    active: Int[AnyArray, " A"],
-    recent: Int[AnyArray, " A"],
-    left: Int[AnyArray, ""],
-    need: Int[AnyArray, ""],
-) -> _Frontier:
-    """The frontier after an event: the next event's scheduling from the successors of `recent` alone.
-
-    An item becomes ready only when its last predecessor finishes, so the items the next event schedules
-    are among the successors of the items that finished at this one: the same begin, start and first byte
-    as the full scan over every item in `step`, which the next event needs only when a buffer overflows."""
-    n = program.after.shape[0]
-    size = active.shape[0]
-    after, release = jnp.asarray(program.after), jnp.asarray(program.release)
-    real = recent < n
-    lo = succ.ptr.at[recent].get(mode="fill", fill_value=0)
-    deg = jnp.where(real, succ.ptr.at[recent + 1].get(mode="fill", fill_value=0) - lo, 0)
-    ends = jnp.cumsum(deg, dtype=jnp.int32)
-    slot = jnp.arange(size, dtype=jnp.int32)  # the plan takes up to `size` successor entries
-    which = jnp.minimum(jnp.searchsorted(ends, slot, side="right"), size - 1).astype(jnp.int32)
-    entry = lo[which] + slot - (ends[which] - deg[which])
-    cand = jnp.where(slot < ends[-1], succ.index.at[entry].get(mode="fill", fill_value=n), n)
-    preds = after.at[cand].get(mode="fill", fill_value=n)
-    pred_done = jnp.all(s.done.at[preds].get(mode="fill", fill_value=True), axis=1)
-    pred_finish = jnp.max(s.finish.at[preds].get(mode="fill", fill_value=0.0), axis=1)
-    ready = (cand < n) & ~s.started.at[cand].get(mode="fill", fill_value=True) & pred_done
-    start = jnp.maximum(release.at[cand].get(mode="fill", fill_value=0.0), pred_finish)
-    first_byte = start + latency.at[cand].get(mode="fill", fill_value=0.0)
-    begin = jnp.where(ready, cand, n)
-    union, count = _ascending(jnp.concatenate([active, begin]), size, n)
-    need = jnp.maximum(jnp.maximum(need.astype(jnp.int32), ends[-1]), count)
-    return _Frontier(active, union, recent, begin, start, first_byte, left.astype(jnp.int32), need)
-
-
-def _full_step(
-    network, program, s, *, latency, floor, dense, loop, tolerance, succ, size
-) -> tuple[SimState, _Frontier]:
-    """`step` over every item, then the frontier rebuilt from scratch (O(items), as the step), unless the
-    active set or the last completions alone overflow it: then a frontier of fills that only says so."""
-    new = step(network, program, s, latency=latency, floor=floor, dense=dense, loop=loop, tolerance=tolerance)
-    in_flight, finished = new.started & ~new.done, new.done & ~s.done
-    need = jnp.maximum(jnp.sum(in_flight, dtype=jnp.int32), jnp.sum(finished, dtype=jnp.int32))
-    left = jnp.sum(~new.done, dtype=jnp.int32)
-
-    def plan() -> _Frontier:
-        active, recent = compact(in_flight, size), compact(finished, size)
-        return _plan(program, latency, succ, new, active, recent, left, need)
-
-    overflow = lambda: _overflowing(program.after.shape[0], size, new.time.dtype, left, need)
-    return new, jax.lax.cond(need > size, overflow, plan)
-
-
-def _overflowing(n: int, size: int, dtype, left: Int[AnyArray, ""], need: Int[AnyArray, ""]) -> _Frontier:
-    """A frontier of fills that only says that the active set needs `need` > `size` slots."""
-    ids = jnp.full(size, n, jnp.int32)
-    times = jnp.zeros(size, dtype)
-    return _Frontier(ids, ids, ids, ids, times, times, left, need)
-
-
-def _frontier_step(
+def step_view(
     network: Network,
     program: Program,
     s: SimState,
-    f: _Frontier,
+    view: Int[AnyArray, " V"],
     *,
-    latency: Float[AnyArray, " N"],
     floor: Float[AnyArray, " N"],
     loop: str,
     tolerance: float,
-    succ: _Successors,
-) -> tuple[SimState, _Frontier]:
-    """`step` on the frontier alone (when `f.need` <= its size): the same results, in work that grows with the active
-    set, not the item count. Gathers the view, advances it with `_advance` and scatters it back."""
-    n = program.after.shape[0]
-    size = f.flight.shape[0]
+) -> tuple[SimState, Bool[AnyArray, " V"], Bool[AnyArray, " V"]]:
+    """`step` on the items `view` alone (ascending ids, N fills) of a state whose scheduling is done: gathers
+    them, advances them with `_advance` and scatters them back. The same results as `step` when the view
+    holds every item started and not done and every item of `s.allocation.active` (the frontier's view).
+
+    Returns the new state and, per view slot, whether the item is in flight after the event and whether
+    it finished at it."""
     get = lambda x, fill: x.at[view].get(mode="fill", fill_value=fill)
     put = lambda x, v: x.at[view].set(v, mode="drop")
-    started = s.started.at[f.begin].set(True, mode="drop")
-    start = s.start.at[f.begin].set(f.start, mode="drop")
-    first_byte = s.first_byte.at[f.begin].set(f.first_byte, mode="drop")
-    # the view: items in flight and those that just left the allocation (disjoint sets), in item order
-    view = jnp.sort(jnp.concatenate([f.flight, f.recent]))
     items = _Items(
         get(s.remaining, 0.0),
-        get(started, True),
+        get(s.started, True),
         get(s.done, True),
-        get(first_byte, 0.0),
+        get(s.first_byte, 0.0),
         get(s.finish, 0.0),
         get(s.held, 0.0),
         None if s.queued is None else get(s.queued, True),
@@ -457,9 +343,9 @@ def _frontier_step(
     )
     full = _Items(
         put(s.remaining, items.remaining),
-        put(started, items.started),
+        put(s.started, items.started),
         put(s.done, items.done),
-        put(first_byte, items.first_byte),
+        put(s.first_byte, items.first_byte),
         put(s.finish, items.finish),
         put(s.held, items.held),
         None if s.queued is None else put(s.queued, items.queued),
@@ -471,68 +357,8 @@ def _frontier_step(
         alloc.load,
         alloc.rounds,
     )
-    new = _commit(s, event, start, full, whole)
-    active, n_active = _ascending(jnp.where(items.started & ~items.done, view, n), size, n)
-    recent, n_recent = _ascending(jnp.where(event.finishing, view, n), size, n)
-    left = f.left - jnp.sum(event.finishing).astype(f.left.dtype)
-    return new, _plan(program, latency, succ, new, active, recent, left, jnp.maximum(n_active, n_recent))
-
-
-def _sized(f: _Frontier, size: int, n: int) -> _Frontier:
-    """`f` in buffers of `size` slots (exact when f.need <= size: the rest are fill)."""
-
-    def fit(x, fill):
-        if x.shape[0] >= size:
-            return x[:size]
-        return jnp.concatenate([x, jnp.full(size - x.shape[0], fill, x.dtype)])
-
-    return _Frontier(
-        fit(f.active, n),
-        fit(f.flight, n),
-        fit(f.recent, n),
-        fit(f.begin, n),
-        fit(f.start, 0.0),
-        fit(f.first_byte, 0.0),
-        f.left,
-        f.need,
-    )
-
-
-def _ladder(network, program, c, *, sizes, stop, **kw) -> tuple[SimState, _Frontier]:
-    """Frontier steps while the active set fits sizes[0], each on the smallest buffer that holds it.
-
-    One loop per size, each run while its size is the smallest that fits, in turn; a loop is entered only
-    at a change of size (entering a loop copies the state, so an idle loop per event would cost O(items)).
-    A plan that outgrows a small buffer is made again at sizes[0] from that buffer's active and recent
-    items, which it holds."""
-    n = program.after.shape[0]
-
-    def going(s: SimState, f: _Frontier) -> Bool[AnyArray, ""]:
-        return (f.left > 0) & (s.events < stop) & (s.status == OK)
-
-    def level(i: int, c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
-        def cond(c):
-            s, f = c
-            smallest = f.need <= sizes[i]
-            if i + 1 < len(sizes):
-                smallest = smallest & (f.need > sizes[i + 1])
-            return smallest & going(s, f)
-
-        return jax.lax.while_loop(cond, lambda c: _frontier_step(network, program, *c, **kw), c)
-
-    def body(c: tuple[SimState, _Frontier]) -> tuple[SimState, _Frontier]:
-        s, top = level(0, c)
-        for i, size in enumerate(sizes[1:], 1):
-            s2, f = level(i, (s, _sized(top, size, n)))
-            big = _sized(f, sizes[0], n)  # its active and recent items fit: plan again at sizes[0]
-            need = jnp.maximum(jnp.sum(f.active < n, dtype=jnp.int32), jnp.sum(f.recent < n, dtype=jnp.int32))
-            again = _plan(program, kw["latency"], kw["succ"], s2, big.active, big.recent, f.left, need)
-            ran = s2.events > s.events
-            top = jax.tree.map(lambda a, b, ran=ran: jnp.where(ran, a, b), again, top)
-            s = s2
-        return s, top
-
-    return jax.lax.while_loop(lambda c: (c[1].need <= sizes[0]) & going(*c), body, c)
+    new = _commit(s, event, s.start, full, whole)
+    return new, items.started & ~items.done, event.finishing
 
 
 def run(
@@ -581,8 +407,8 @@ def run(
         A wait on those), an event works on those alone: scheduling follows the successors of the items
         that just finished, and rates, times and bytes are computed on a compact view of the active items,
         scattered back into the state. Same results bit for bit; the work per event grows with the smallest
-        size that holds the active set, not with the item count. Default FRONTIER for loop="lax" above
-        2 x FRONTIER[0] items without the incidence matrix, else 0.
+        size that holds the active set, not with the item count (kernels/frontier.py). Default
+        `frontier.FRONTIER` for loop="lax" above 2 x FRONTIER[0] items without the incidence matrix, else 0.
 
     Returns the final SimState; status has MAX_EVENTS set if the bound was hit before the end.
     """
@@ -616,46 +442,16 @@ def run(
 
     packetized = network.packets is not None
     s0 = initial_state(program, n_resources, record, packetized=packetized) if state is None else state
-    if frontier is None:
-        frontier = FRONTIER if loop == "lax" and not dense and n_items > 2 * FRONTIER[0] else ()
-    sizes = (frontier,) if isinstance(frontier, int) and frontier else frontier or ()
-    if (
-        not isinstance(sizes, tuple)
-        or not all(isinstance(k, int) and k > 0 for k in sizes)
-        or list(sizes) != sorted(set(sizes), reverse=True)
-    ):
-        raise ValueError(
-            f"netsim.kernels.run: frontier must be 0, a size > 0 or decreasing sizes > 0, got {frontier!r}"
-        )
-    if sizes and (loop != "lax" or dense):
-        raise ValueError(
-            "netsim.kernels.run: a frontier needs loop='lax' and no incidence matrix (dense=False), got"
-            f" loop={loop!r}, dense={dense!r}"
-        )
+    sizes = buffer_sizes(frontier, loop=loop, dense=dense, n_items=n_items)
     if not sizes:
         s = eqxi.while_loop(unfinished, body, s0, max_steps=None if loop == "lax" else max_events, kind=loop)
-    else:  # a full step, then frontier steps while the active set fits, and again
-        succ = successors(program.after)
-        kw = dict(latency=latency, floor=floor, loop=loop, tolerance=tolerance, succ=succ)
-
-        def full(s: SimState) -> tuple[SimState, _Frontier]:
-            return _full_step(network, program, s, dense=matrix, size=sizes[0], **kw)
-
-        def rounds(s: SimState) -> SimState:  # full steps while the active set overflows, then the ladder
-            # the first full step runs as the loop's first pass (from a frontier that overflows), not before
-            # it: the full step, the largest part of the engine, is then compiled once, not twice
-            one, beyond = jnp.int32(1), jnp.int32(sizes[0] + 1)
-            start = _overflowing(n_items, sizes[0], s.time.dtype, one, beyond)
-            c = jax.lax.while_loop(
-                lambda c: (
-                    (c[1].need > sizes[0]) & (c[1].left > 0) & (c[0].events < stop) & (c[0].status == OK)
-                ),
-                lambda c: full(c[0]),
-                (s, start),
-            )
-            return _ladder(network, program, c, sizes=sizes, stop=stop, **kw)[0]
-
-        s = jax.lax.while_loop(unfinished, rounds, s0)
+    else:  # full events while the active set overflows the frontier, frontier events while it fits, and again
+        view_step = functools.partial(
+            step_view, network, program, floor=floor, loop=loop, tolerance=tolerance
+        )
+        graph = dependency_graph(program.after, program.release, latency)  # once, outside the loop
+        kw = dict(full=body, view_step=view_step, graph=graph, sizes=sizes, stop=stop)
+        s = jax.lax.while_loop(unfinished, lambda s: frontier_pass(s, **kw), s0)
     paused = (s.events < max_events) & (s.status == OK) if until is not None else False
     late = jnp.where(jnp.all(s.done) | paused, OK, MAX_EVENTS)
     return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))

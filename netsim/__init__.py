@@ -51,6 +51,7 @@ _NAMES = {
     "._result": ("Result", "Timing"),
     "._scenario": ("Flow", "Link", "Scenario", "SharedResource", "Task"),
     "._simulate": ("simulate",),
+    "._threads": ("cpu_threads_label", "set_cpu_threads"),
     ".kernels": ("Status",),
 }
 _MODULES = ("jobs", "kernels", "studies", "topology", "traces", "workloads")

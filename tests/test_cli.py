@@ -189,7 +189,7 @@ def test_cpu_threads_option_then_environment_then_command_default(monkeypatch):
 def test_set_cpu_threads_sizes_xla_pool(n):
     """The knob is jaxlib's (PJRT_NPROC): this fails if a jaxlib stops reading it."""
     code = (
-        f"from netsim.cli import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
+        f"from netsim import set_cpu_threads; set_cpu_threads({n}); import jax.numpy as jnp, os; "
         "jnp.ones(3).sum().block_until_ready(); "
         "print(sum(open(f'/proc/self/task/{t}/comm').read().startswith('tf_XLAEigen') "
         "for t in os.listdir('/proc/self/task')))"

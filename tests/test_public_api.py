@@ -49,6 +49,8 @@ def test_top_level_names():
         "vmap_latency",
         "jvp_columns",  # the runner's traceable entries (calibration losses)
         "enable_compilation_cache",
+        "set_cpu_threads",
+        "cpu_threads_label",  # process settings: compiled engines on disk, XLA CPU threads
         "Status",
         "NetsimError",
         "ScenarioError",

@@ -12,12 +12,11 @@ import sys
 import traceback
 
 from .._progress import Pulse, doing, say
+from .._threads import set_cpu_threads
 from . import calibrate, collective, jobs, latency, predict, presets, run, sweep, train, workload
 from ._common import CPU_THREADS, MAX_CPU_THREADS, started, whole
 from ._common import check_outputs as check_outputs
 from ._common import cpu_threads as cpu_threads
-from ._common import cpu_threads_label as cpu_threads_label
-from ._common import set_cpu_threads as set_cpu_threads
 
 COMMANDS = (run, sweep, calibrate, predict, collective, presets, workload, jobs, latency, train)
 

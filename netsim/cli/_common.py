@@ -1,4 +1,4 @@
-"""What every command shares: the `--topology` help, XLA's CPU thread pool, output checks, start-up's end."""
+"""What every command shares: the `--topology` help, XLA CPU thread counts, output checks, start-up's end."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import argparse
 import gc
 import os
 
-# XLA's CPU backend runs large loops on a pool of threads, one per core by default, sized by PJRT_NPROC when
-# it starts. One simulation is a long chain of small ops for which the hand-offs cost more than they save
-# (1.3-1.4x slower on 2 cores than with one thread, benchmarks/RESULTS.md); a sweep's batched ops gain from them.
-CPU_THREADS = {"run": 1}  # per command; the others use one thread per core
+# XLA CPU threads per command (`netsim.set_cpu_threads`): one simulation runs faster on one thread, a sweep's
+# batched ops gain from one per core; the commands not listed use one per core
+CPU_THREADS = {"run": 1}
 
 
 #: what every `--topology` option takes: whatever `netsim.topology.load` reads
@@ -40,17 +39,6 @@ def whole(minimum: int, maximum: int | None = None, note: str = ""):
 MAX_CPU_THREADS = 4 * (os.cpu_count() or 1)
 
 
-def set_cpu_threads(n: int) -> None:
-    """Sizes XLA's CPU thread pool: n threads, or one per core for 0. Only takes effect before JAX starts its
-    CPU backend (its first computation or device query), so call it first thing in a script."""
-    if n < 0:
-        raise ValueError(f"cpu threads: must be >= 0 (0 = one per core), got {n}")
-    if n:
-        os.environ["PJRT_NPROC"] = str(n)
-    else:
-        os.environ.pop("PJRT_NPROC", None)
-
-
 def cpu_threads(option: int | None, command: str) -> int:
     """The thread count for a command: --cpu-threads, else PJRT_NPROC if set, else the command's default."""
     if option is not None:
@@ -58,11 +46,6 @@ def cpu_threads(option: int | None, command: str) -> int:
     if os.environ.get("PJRT_NPROC", "").isdigit():
         return int(os.environ["PJRT_NPROC"])
     return CPU_THREADS.get(command, 0)
-
-
-def cpu_threads_label() -> str:
-    """XLA's CPU thread pool size as set for this process, for headers."""
-    return os.environ.get("PJRT_NPROC", "one per core")
 
 
 def check_outputs(inputs: dict[str, str], outputs: dict[str, tuple[str | None, tuple[str, ...]]]) -> None:

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from .._progress import doing
-from ._common import check_outputs, cpu_threads_label, started, whole
+from .._threads import cpu_threads_label
+from ._common import check_outputs, started, whole
 
 
 def register(subparsers) -> None:

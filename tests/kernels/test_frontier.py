@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from netsim.kernels import engine
+from netsim.kernels import frontier
 from scenarios import PAD, random_scenario
 
 import netsim
@@ -16,7 +16,7 @@ from netsim import Flow, Link, Scenario, Task, kernels
 _run = jax.jit(kernels.run, static_argnames=("max_events", "dense", "frontier", "tolerance"))
 
 
-def _state(compiled, frontier, tolerance=0.0, network=None):
+def _state(compiled, sizes, tolerance=0.0, network=None):
     with jax.enable_x64(True):
         return jax.device_get(
             _run(
@@ -24,7 +24,7 @@ def _state(compiled, frontier, tolerance=0.0, network=None):
                 compiled.program,
                 max_events=compiled.max_events,
                 dense=False,
-                frontier=frontier,
+                frontier=sizes,
                 tolerance=tolerance,
             )
         )
@@ -65,14 +65,14 @@ def test_random_scenarios_bit_for_bit(tolerance):
 def test_chains_run_on_the_frontier(monkeypatch):
     compiled = netsim.compile_scenario(chains())
     calls = []
-    frontier_step = engine._frontier_step
+    frontier_step = frontier._step
 
     def counted(*args, **kwargs):
         out = frontier_step(*args, **kwargs)
         jax.debug.callback(lambda: calls.append(1))
         return out
 
-    monkeypatch.setattr(engine, "_frontier_step", counted)
+    monkeypatch.setattr(frontier, "_step", counted)
     run = jax.jit(kernels.run, static_argnames=("max_events", "dense", "frontier"))
     with jax.enable_x64(True):
         got = jax.device_get(
@@ -96,11 +96,11 @@ def test_vmap_and_forward_derivatives():
     compiled = netsim.compile_scenario(chains(2, 20))
     scales = jnp.asarray([0.5, 1.0, 3.0])
 
-    def makespan(scale, frontier):
+    def makespan(scale, sizes):
         net = kernels.Network(
             jnp.asarray(compiled.network.capacity) * scale, jnp.asarray(compiled.network.latency)
         )
-        s = kernels.run(net, compiled.program, max_events=compiled.max_events, dense=False, frontier=frontier)
+        s = kernels.run(net, compiled.program, max_events=compiled.max_events, dense=False, frontier=sizes)
         return jnp.max(s.finish)
 
     h = 1e-6
@@ -131,6 +131,6 @@ def test_bad_frontier(kwargs, match):
 
 def test_successor_lists():
     after = jnp.asarray([[3, 3], [0, 3], [0, 1]], jnp.int32)  # 3 items; index 3 means "none"
-    succ = engine.successors(after)
+    succ = frontier.dependency_graph(after, jnp.zeros(3), jnp.zeros(3))
     ptr, index = np.asarray(succ.ptr), np.asarray(succ.index)
     assert [sorted(index[ptr[i] : ptr[i + 1]].tolist()) for i in range(3)] == [[1, 2], [2], []]
