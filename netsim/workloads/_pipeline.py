@@ -416,7 +416,8 @@ def pipeline(
         allreduce: builds the data-parallel gradient AllReduce of `gradient_bytes` over one rank per
             replica (default: netsim.workloads.collectives' ring allreduce). Used with >= 2 replicas.
         optimizer_time: s of an on-GPU optimizer step after the gradients are reduced (0: none).
-            Ignored with `offload`, whose step runs on the CPU.
+            Ignored with `offload`, whose step runs on the CPU. Breadth-first steps each chunk for
+            optimizer_time / v after its backward, sharing the GPU with the backwards still to run.
         offload: keep the optimizer on the host (see Offload).
         name: workload name.
 

@@ -294,6 +294,53 @@ def test_data_parallel_allreduce_closed_form():
             assert result.flow(f.id).start >= result.task("r1/BW3.s0").finish
 
 
+def test_breadth_first_reduces_each_chunk_when_its_backward_is_done():
+    # 2 stages x 2 chunks, 2 replicas, m = 2; chunk costs f = 0.5, b = 1: T_pipe = (m + (p - 1)/v)
+    # (T_F + T_B) = 7.5. Each chunk's S / v bytes are ring-AllReduced (S / v / bw = 1 s on the stage's
+    # dedicated cable) once both replicas ended its backward: chunk s2 at 7.5 - m b = 5.5 (reduced by
+    # 6.5, before s0 needs the cable), chunk s0, the last, at 7.5: T = 7.5 + 1.
+    p, m, v, size, bw = 2, 2, 2, 4e9, 2e9
+    costs = StageCosts(forward=1.0, backward_input=2.0, activation_bytes=1e6, gradient_bytes=size)
+    pipe = pipeline(
+        two_replicas(bw),
+        [["a0", "b0"], ["a1", "b1"]],
+        schedule="breadth-first",
+        chunks=v,
+        microbatches=m,
+        costs=costs,
+    )
+    result, stats = run(pipe)
+    assert stats.iteration_time == pytest.approx(7.5 + size / v / bw, rel=1e-12)
+    for s in range(p * v):
+        ring = [f for f in result.compiled.scenario.flows if f.id.startswith(f"dp.s{s}/")]
+        assert sum(f.bytes for f in ring) == pytest.approx(2 * size / v)  # 2 ranks, 2 steps, S/2v each
+        last_bw = max(result.task(f"r{r}/BW{m - 1}.s{s}").finish for r in range(2))
+        assert min(result.flow(f.id).start for f in ring) >= last_bw
+    # chunk s2's AllReduce ended before chunk s0's began: it was not on the critical path
+    s2 = [f.id for f in result.compiled.scenario.flows if f.id.startswith("dp.s2/")]
+    assert max(result.flow(i).finish for i in s2) == pytest.approx(6.5, rel=1e-12)
+
+
+def test_breadth_first_steps_each_chunk_on_the_gpu_beside_the_remaining_backward():
+    # one device, v = 2, m = 1: F s0 0-0.5, F s1 0.5-1, BW s1 1-2. Chunk s1's optimizer step (1 s / v)
+    # then shares the GPU with BW s0 (1 s): both at half speed until the step is done at 3, BW s0's last
+    # 0.5 s alone until 3.5, then chunk s0's step until 4.0 (the GPU's 4 s of work, never idle).
+    pipe = pipeline(
+        chain(2),
+        GPUS[:1],
+        schedule="breadth-first",
+        chunks=2,
+        microbatches=1,
+        optimizer_time=1.0,
+        costs=StageCosts(forward=1.0, backward_input=2.0, activation_bytes=1e6),
+    )
+    result, stats = run(pipe)
+    assert result.task("r0/optimizer.s1").start == pytest.approx(2.0, rel=1e-12)
+    assert result.task("r0/optimizer.s1").finish == pytest.approx(3.0, rel=1e-12)
+    assert result.task("r0/BW0.s0").finish == pytest.approx(3.5, rel=1e-12)
+    assert stats.iteration_time == pytest.approx(4.0, rel=1e-12)
+
+
 def host_fabric(pcie: float) -> Topology:
     """Four GPUs on one chain (ideal) and each GPU with its own PCIe cable to host memory `mem`."""
     links = [x for i in range(3) for x in cable(f"g{i}", f"g{i + 1}", IDEAL)]
