@@ -30,16 +30,21 @@ GPT = TransformerStage(hidden=4096, seq_len=2048, micro_batch=1, layers=8)
 A100_FLOPS = 150e12
 MICROBATCHES = 8
 
-# SPipe's spipe-v100 row "10B, seq 1024, micro-batch 2, mini-batch 16, 1 node of 4 GPUs": 32 layers of
-# h = 5120 (10.1B parameters), 8 micro-batches, V100-class FLOP/s, PCIe Gen3 x16.
+# SPipe's spipe-v100 rows "10B, seq 1024 (and 2048), micro-batch 2, mini-batch 16, 1 node of 4 GPUs":
+# 32 layers of h = 5120 (10.1B parameters), 8 micro-batches, V100-class FLOP/s, PCIe Gen3 x16.
 SPIPE_ROW = ("spipe-v100", "10", "1024", "1")
+SPIPE_SEQ_LENS = (1024, 2048)
 LLAMA10B = TransformerStage(hidden=5120, seq_len=1024, micro_batch=2, layers=8)
 V100_FLOPS = 60e12
 PCIE3 = 12e9
 # CPU seconds to step one stage's optimizer (2.5B parameters) when alone on the CPU; the four stages share
 # one CPU. Chosen so that the serialized run's non-GPU time matches that row's measured Megatron
-# elapsed - gpu_latency (11.540 - 6.299 s); the overlapped run is then a prediction.
+# elapsed - gpu_latency (11.540 - 6.299 s); the overlapped and breadth-first runs are then predictions.
 STEP_TIME = 1.1
+# SPipe's runs (its scripts/eval_speedup.sh: -f 2 -b 6) split each GPU's layers into 2 forward and 6
+# backward chunks; netsim's breadth-first schedule uses one chunking for both passes: the backward's,
+# which sets how finely the offload and the CPU steps are cut.
+SPIPE_CHUNKS = 6
 
 
 def save(scenario: netsim.Scenario, name: str, description: str) -> None:
@@ -79,30 +84,47 @@ def pipelines() -> dict[str, netsim.Scenario]:
         "1f1b pipeline in each of two 4-GPU servers (data-parallel replicas); each "
         "stage's gradients are ring-AllReduced across the servers over 100 Gb/s NICs",
     )
-    v100 = server4(pcie_bandwidth=PCIE3)
-    for overlap in (False, True):
-        name = f"pp_offload_{'overlapped' if overlap else 'serialized'}"
-        off = Offload(memory="mem0", cpu="cpu0", step_time=STEP_TIME, overlap=overlap)
-        pipe = pipeline(
-            v100,
-            v100.gpus(),
-            schedule="1f1b",
-            microbatches=MICROBATCHES,
-            costs=LLAMA10B.costs(V100_FLOPS),
-            offload=off,
-            name=name,
-        )
-        how = (
-            "each stage offloads as soon as its backward ends, in 4 pipelined pieces"
-            if overlap
-            else "every stage offloads after the whole pipeline has flushed"
-        )
-        out[name] = (
-            pipe,
+    for how, text in (
+        ("serialized", "every stage offloads after the whole pipeline has flushed"),
+        ("overlapped", "each stage offloads as soon as its backward ends, in 4 pipelined pieces"),
+    ):
+        out[f"pp_offload_{how}"] = (
+            offload_pipeline(how),
             f"10B model, 1F1B on 4 V100-class GPUs (PCIe Gen3), optimizer on the CPU: gradients "
-            f"to host memory, CPU Adam step, parameters back; {how}",
+            f"to host memory, CPU Adam step, parameters back; {text}",
         )
+    out["pp_offload_breadth_first"] = (
+        offload_pipeline("breadth-first"),
+        f"10B model on 4 V100-class GPUs (PCIe Gen3), SPipe-style: parameters in host memory, "
+        f"{SPIPE_CHUNKS} model chunks per GPU run breadth-first, each chunk's parameters prefetched "
+        f"before its pass, its gradients offloaded and stepped on the CPU as soon as its backward ends",
+    )
     return out
+
+
+def offload_pipeline(how: str, seq_len: int = 1024):
+    """The SPipe rows' 10B model on one 4-GPU V100 node with the optimizer on the CPU, `how` one of:
+    "serialized" (Megatron's 1F1B + CPU offload: every stage after the pipeline has flushed),
+    "overlapped" (1F1B, each stage offloading when its own backward ends, in 4 pieces) or
+    "breadth-first" (SPipe's schedule and per-chunk offload, each chunk in one piece as SPipe moves it).
+    """
+    v100 = server4(pcie_bandwidth=PCIE3)
+    offload = lambda **kw: Offload(memory="mem0", cpu="cpu0", step_time=STEP_TIME, **kw)
+    schedule, chunks, off = {
+        "serialized": ("1f1b", 1, offload(overlap=False)),
+        "overlapped": ("1f1b", 1, offload()),
+        "breadth-first": ("breadth-first", SPIPE_CHUNKS, offload(pieces=1)),
+    }[how]
+    return pipeline(
+        v100,
+        v100.gpus(),
+        schedule=schedule,
+        chunks=chunks,
+        microbatches=MICROBATCHES,
+        costs=dataclasses.replace(LLAMA10B, seq_len=seq_len).costs(V100_FLOPS),
+        offload=off,
+        name=f"pp_offload_{how.replace('-', '_')}",
+    )
 
 
 def job_cluster(leaves: int = 2, oversubscription: float = 2.0):
@@ -180,24 +202,27 @@ def report() -> None:
 
     (spipe,) = read_trace(trace_path("train_spipe_expected.csv")).tables
     rows = [dict(zip(spipe.columns, r, strict=True)) for r in spipe.rows]
-    measured = {
-        r["name"]: r for r in rows if (r["cluster"], r["model_size"], r["seq"], r["nnode"]) == SPIPE_ROW
-    }
-    sim = {}
-    for name, (pipe, _) in pipelines().items():
-        if name.startswith("pp_offload"):
-            sim[name] = pipe.stats(netsim.simulate(pipe.scenario()))
-    ser, ovl = sim["pp_offload_serialized"], sim["pp_offload_overlapped"]
-    meg, sp = (float(measured[k]["elapsed_time_ms"]) / 1e3 for k in ("Megatron", "SPipe"))
-    gpu = float(measured["Megatron"]["gpu_latency"]) / 1e3
-    print(
-        f"\nSPipe row {SPIPE_ROW}: measured Megatron {meg:.3f} s (GPU {gpu:.3f} s), SPipe {sp:.3f} s, "
-        f"ratio {meg / sp:.3f}"
-    )
-    print(
-        f"model: serialized {ser.iteration_time:.3f} s (GPU pipeline {ser.compute_time:.3f} s), overlapped "
-        f"{ovl.iteration_time:.3f} s, ratio {ser.iteration_time / ovl.iteration_time:.3f}"
-    )
+    for seq in SPIPE_SEQ_LENS:
+        row = (*SPIPE_ROW[:2], str(seq), SPIPE_ROW[3])
+        measured = {
+            r["name"]: r for r in rows if (r["cluster"], r["model_size"], r["seq"], r["nnode"]) == row
+        }
+        pipes = {how: offload_pipeline(how, seq) for how in ("serialized", "overlapped", "breadth-first")}
+        sim = {how: pipe.stats(netsim.simulate(pipe.scenario())) for how, pipe in pipes.items()}
+        ser, ovl, bf = sim["serialized"], sim["overlapped"], sim["breadth-first"]
+        meg, sp = (float(measured[k]["elapsed_time_ms"]) / 1e3 for k in ("Megatron", "SPipe"))
+        gpu = {k: float(measured[k]["gpu_latency"]) / 1e3 for k in ("Megatron", "SPipe")}
+        print(
+            f"\nSPipe row {row}: measured Megatron {meg:.3f} s (GPU {gpu['Megatron']:.3f} s), SPipe {sp:.3f} s "
+            f"(GPU {gpu['SPipe']:.3f} s), ratio {meg / sp:.3f}"
+        )
+        print(
+            f"model: serialized {ser.iteration_time:.3f} s (GPU pipeline {ser.compute_time:.3f} s), overlapped "
+            f"{ovl.iteration_time:.3f} s (ratio {ser.iteration_time / ovl.iteration_time:.3f}), breadth-first "
+            f"{bf.iteration_time:.3f} s (GPU {bf.compute_time:.3f} s; ratio "
+            f"{ser.iteration_time / bf.iteration_time:.3f}, {ser.iteration_time / bf.iteration_time / (meg / sp) - 1:+.1%} "
+            f"vs measured)"
+        )
     both = {}
     for r in rows:
         if r["elapsed_time_ms"].isdigit():

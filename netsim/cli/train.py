@@ -47,8 +47,10 @@ def register(subparsers) -> None:
         p.add_argument(f"--{name}", type=int, default=1, help=f"{name.upper()} size (default 1)")
     p.add_argument("--micro-batch", type=int, default=1, help="sequences per micro-batch (default 1)")
     p.add_argument("--global-batch", type=int, help="sequences per iteration (default micro-batch x dp)")
-    p.add_argument("--schedule", default="1f1b", help="gpipe, 1f1b, interleaved or zb-h1 (default 1f1b)")
-    p.add_argument("--chunks", type=int, default=1, help="model chunks per GPU (interleaved)")
+    p.add_argument(
+        "--schedule", default="1f1b", help="gpipe, 1f1b, interleaved, zb-h1 or breadth-first (default 1f1b)"
+    )
+    p.add_argument("--chunks", type=int, default=1, help="model chunks per GPU (interleaved, breadth-first)")
     p.add_argument("--recompute", default="none", help="none, selective or full (default none)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron's sequence parallelism")
     p.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 (default 0)")

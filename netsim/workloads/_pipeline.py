@@ -1,11 +1,12 @@
-"""Pipeline-parallel training compiled to a flow program: GPipe, 1F1B, interleaved 1F1B and ZB-H1.
+"""Pipeline-parallel training compiled to a flow program: GPipe, 1F1B, interleaved 1F1B, ZB-H1 and
+breadth-first (SPipe-style) model chunks.
 
 A schedule is an order of compute ops on each stage device. The compiler turns every op into a Task on
 its device, chained to the device's previous op with an `after` edge (tasks that overlap on one device
 would share it), sends activations forward and gradients backward as flows over the fabric's real
 routes, and optionally adds the data-parallel gradient AllReduce across pipeline replicas and a CPU
-optimizer with gradient offload / parameter reload over PCIe. See docs/pipelines.md for pictures and
-closed forms.
+optimizer with gradient offload / parameter reload over PCIe (breadth-first: per-chunk parameter
+prefetch and per-chunk offload). See docs/pipelines.md for pictures and closed forms.
 
     costs = TransformerStage(hidden=4096, seq_len=2048, micro_batch=1, layers=8).costs(device_flops=300e12)
     pipe = pipeline(topo, ["gpu0", "gpu1", "gpu2", "gpu3"], schedule="1f1b", microbatches=8, costs=costs)
@@ -37,7 +38,9 @@ __all__ = [
     "pipeline_order",
 ]
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1")
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zb-h1", "breadth-first")
+#: schedules that split each device's layers into `chunks` model chunks
+_CHUNKED = ("interleaved", "breadth-first")
 
 #: op kinds: forward, whole backward (input + weight gradient), input-gradient only, weight-gradient only
 FORWARD, BACKWARD, BACKWARD_INPUT, BACKWARD_WEIGHT = "F", "BW", "B", "W"
@@ -163,12 +166,21 @@ class Offload:
     Megatron/ZeRO-Offload runs) every stage waits for the whole pipeline to finish, then moves and steps
     its state in one piece.
 
+    With the breadth-first schedule the parameters live in host memory, as in SPipe: each model chunk's
+    parameters move host -> GPU before each of its two passes (forward, backward), prefetched while the
+    previous pass runs (two chunks resident at most), and the offload works chunk by chunk: a chunk's
+    gradients go out and its step runs as soon as its backward has seen the last micro-batch, while the
+    device runs the backward of its other chunks. Nothing is reloaded: the next pass fetches the
+    parameters.
+
     Attributes:
         memory: host memory node the gradients go to: one name, or a mapping GPU -> node.
         cpu: device name of the CPU that runs the step: one name, or a mapping GPU -> CPU.
-        step_time: s the CPU needs to step one stage's optimizer state alone (steps sharing a CPU share it).
-        overlap: start each stage's offload when its backward is done (True) or after the whole pipeline.
-        pieces: parts each stage's offload is split into when overlapping.
+        step_time: s the CPU needs to step one stage's optimizer state alone (steps sharing a CPU share it;
+            a chunk's step takes step_time / chunks).
+        overlap: start each stage's (chunk's) offload when its backward is done (True) or after the whole
+            pipeline.
+        pieces: parts each stage's (chunk's) offload is split into when overlapping.
     """
 
     memory: str | Mapping[str, str]
@@ -211,20 +223,23 @@ def pipeline_order(
     backward, then the remaining backwards (PipeDream-flush). interleaved: Megatron-LM's interleaved
     1F1B over `chunks` model chunks per device. zb-h1: 1F1B with the backward split into B and W, the
     W passes of device d delayed by d ops so that every device holds p micro-batches in flight (Qi et
-    al., ICLR'24, "ZB-H1").
+    al., ICLR'24, "ZB-H1"). breadth-first: each device runs its `chunks` model chunks one at a time,
+    each over all micro-batches: the forwards of chunks 0, 1, ..., then the backwards of the chunks in
+    reverse (SPipe's schedule; Lamy-Poirier, "Breadth-First Pipeline Parallelism", MLSys'23).
 
     Raises:
-        ScenarioError: unknown schedule, counts < 1, chunks != 1 outside interleaved, or an interleaved
-            schedule whose micro-batches are not a multiple of the stages (Megatron-LM's rule).
+        ScenarioError: unknown schedule, counts < 1, chunks != 1 outside interleaved and breadth-first,
+            or an interleaved schedule whose micro-batches are not a multiple of the stages (Megatron-LM's
+            rule).
     """
     if schedule not in SCHEDULES:
         raise ScenarioError(f"schedule: unknown schedule {schedule!r}; expected one of {list(SCHEDULES)}")
     p = _count(stages, "stages")
     m = _count(microbatches, "microbatches")
     v = _count(chunks, "chunks")
-    if schedule != "interleaved" and v != 1:
+    if schedule not in _CHUNKED and v != 1:
         raise ScenarioError(
-            f"chunks: only the interleaved schedule has model chunks, got chunks={v} "
+            f"chunks: only the interleaved and breadth-first schedules have model chunks, got chunks={v} "
             f"with schedule {schedule!r}"
         )
     if schedule == "interleaved" and m % p:
@@ -232,7 +247,13 @@ def pipeline_order(
             f"microbatches: the interleaved schedule needs a multiple of stages={p} "
             f"micro-batches, got microbatches={m}"
         )
-    build = {"gpipe": _gpipe, "1f1b": _one_f_one_b, "interleaved": _interleaved, "zb-h1": _zb_h1}[schedule]
+    build = {
+        "gpipe": _gpipe,
+        "1f1b": _one_f_one_b,
+        "interleaved": _interleaved,
+        "zb-h1": _zb_h1,
+        "breadth-first": _breadth_first,
+    }[schedule]
     return tuple(tuple(build(d, p, m, v)) for d in range(p))
 
 
@@ -284,6 +305,13 @@ def _zb_h1(d: int, p: int, m: int, v: int) -> list[Op]:
     for k in range(m - warmup, m):
         backward(k)
     return ops + [Op(BACKWARD_WEIGHT, k, d) for k in waiting]
+
+
+def _breadth_first(d: int, p: int, m: int, v: int) -> list[Op]:
+    # no bubble between chunks once m >= p: micro-batch 0 leaves the last device before the first
+    # device has run chunk c's m micro-batches
+    forwards = [Op(FORWARD, k, c * p + d) for c in range(v) for k in range(m)]
+    return forwards + [Op(BACKWARD, k, c * p + d) for c in reversed(range(v)) for k in range(m)]
 
 
 class Span(NamedTuple):
@@ -382,11 +410,14 @@ def pipeline(
         microbatches: micro-batches per iteration per replica (m).
         costs: per-stage, per-micro-batch compute times (s) and message sizes (bytes).
         schedule: one of SCHEDULES.
-        chunks: model chunks per device (v) for the interleaved schedule; each costs 1/v of a stage.
+        chunks: model chunks per device (v) for the interleaved and breadth-first schedules; each
+            costs 1/v of a stage. Breadth-first reduces, offloads and steps each chunk's state (1/v of
+            the stage's) on its own, as soon as the chunk's backward is done.
         allreduce: builds the data-parallel gradient AllReduce of `gradient_bytes` over one rank per
             replica (default: netsim.workloads.collectives' ring allreduce). Used with >= 2 replicas.
         optimizer_time: s of an on-GPU optimizer step after the gradients are reduced (0: none).
-            Ignored with `offload`, whose step runs on the CPU.
+            Ignored with `offload`, whose step runs on the CPU. Breadth-first steps each chunk for
+            optimizer_time / v after its backward, sharing the GPU with the backwards still to run.
         offload: keep the optimizer on the host (see Offload).
         name: workload name.
 
@@ -410,17 +441,31 @@ def pipeline(
         BACKWARD_WEIGHT: costs.backward_weight / v,
     }
 
+    # The optimizer works on units: a device's whole state, or (breadth-first) each chunk's, keyed by
+    # its virtual stage; `share` is the unit's part of the stage's gradients and step.
+    per_chunk = schedule == "breadth-first"
+    share = v if per_chunk else 1
     flows: list[Flow] = []
     tasks: list[Task] = []
-    done: dict[int, list[str]] = {d: [] for d in range(p)}  # stage index -> what its optimizer waits on
+    done: dict[int, list[str]] = {}  # unit -> what its optimizer waits on (one id per replica)
     for r, row in enumerate(rows):
         pre = f"r{r}/"
         device_of = lambda s, row=row: row[s % p]  # virtual stage s lives on device s mod p
         for d, ops in enumerate(order):
             prev: str | None = None
+            last: dict[int, str] = {}  # unit -> its last op on this device
+            fetched = (
+                _prefetch(
+                    flows, pre, ops, row[d], _host_memory(offload, row[d], nodes), costs.reload_bytes / v
+                )
+                if per_chunk and offload is not None
+                else {}
+            )
             for op in ops:
                 s, k = op.stage, op.microbatch
                 after = [prev] if prev else []
+                if pre + op.id in fetched:
+                    after.append(fetched[pre + op.id])
                 if op.kind == FORWARD and s > 0:
                     after.append(
                         _message(
@@ -451,24 +496,33 @@ def pipeline(
                     )
                 prev = pre + op.id
                 tasks.append(Task(prev, row[d], duration[op.kind], after=tuple(after)))
-            done[d].append(prev)
+                last[s if per_chunk else d] = prev
+            for unit, i in last.items():
+                done.setdefault(unit, []).append(i)
 
     extra: list[Workload] = []
     if len(rows) > 1 and costs.gradient_bytes > 0:
         reduce = _ring_allreduce if allreduce is None else allreduce
-        for d in range(p):
-            ring = reduce([row[d] for row in rows], costs.gradient_bytes).prefixed(f"dp.s{d}")
-            extra.append(_waiting(ring, done[d]))
-            done[d] = list(ring.sinks())
+        for unit in sorted(done):
+            ring = reduce([row[unit % p] for row in rows], costs.gradient_bytes / share)
+            ring = ring.prefixed(f"dp.s{unit}")
+            extra.append(_waiting(ring, done[unit]))
+            done[unit] = list(ring.sinks())
     if offload is not None:
-        extra.append(_offload(offload, rows, costs, done, nodes))
+        extra.append(_offload(offload, rows, costs, done, nodes, chunks=v if per_chunk else None))
     elif optimizer_time > 0:
+        unit_id = lambda unit: f"s{unit}" if per_chunk else f"d{unit}"
         extra.append(
             Workload(
                 tasks=[
-                    Task(f"r{r}/optimizer.d{d}", row[d], optimizer_time, after=tuple(done[d]))
+                    Task(
+                        f"r{r}/optimizer.{unit_id(unit)}",
+                        row[unit % p],
+                        optimizer_time / share,
+                        after=tuple(done[unit]),
+                    )
                     for r, row in enumerate(rows)
-                    for d in range(p)
+                    for unit in sorted(done)
                 ]
             )
         )
@@ -500,29 +554,76 @@ def _message(
     return fid
 
 
-def _offload(off: Offload, rows, costs: StageCosts, done: dict[int, list[str]], nodes: set[str]) -> Workload:
+def _prefetch(
+    flows: list[Flow], pre: str, ops: Sequence[Op], gpu: str, mem: str, size: float
+) -> dict[str, str]:
+    """Host -> GPU parameter fetches of a device's passes (runs of ops of one kind and virtual stage),
+    one after the other on one copy stream; a pass's fetch also waits until the pass two before it has
+    ended, so that at most two chunks' parameters are on the GPU (SPipe's prefetch). Returns first op
+    id -> the fetch it waits on."""
+    passes: list[list[Op]] = []
+    for op in ops:
+        if passes and (passes[-1][0].kind, passes[-1][0].stage) == (op.kind, op.stage):
+            passes[-1].append(op)
+        else:
+            passes.append([op])
+    fetched: dict[str, str] = {}
+    for j, ops_j in enumerate(passes):
+        kind, stage = ops_j[0].kind, ops_j[0].stage
+        fid = f"{pre}fetch.{kind}.s{stage}"
+        after = ([fetched[pre + passes[j - 1][0].id]] if j else []) + (
+            [pre + passes[j - 2][-1].id] if j >= 2 else []
+        )
+        flows.append(Flow(fid, mem, gpu, size, after=tuple(after)))
+        fetched[pre + ops_j[0].id] = fid
+    return fetched
+
+
+def _offload(
+    off: Offload, rows, costs: StageCosts, done: dict[int, list[str]], nodes: set[str], *, chunks: int | None
+) -> Workload:
+    """Gradients GPU -> host, CPU step and (per stage) parameters back, for each unit of `done`.
+
+    chunks: None for one unit per device (keyed by device index); else the chunks per device of a
+    breadth-first schedule, `done` keyed by virtual stage: each chunk moves 1/chunks of the stage's
+    gradients and steps for 1/chunks of step_time, in the device's backward order on one copy stream
+    and one CPU thread, and nothing is reloaded (the next pass fetches the parameters).
+    """
     flows: list[Flow] = []
     tasks: list[Task] = []
     barrier = tuple(i for ids in done.values() for i in ids)
     pieces = off.pieces if off.overlap else 1
+    share = 1 if chunks is None else chunks
     for r, row in enumerate(rows):
         for d, gpu in enumerate(row):
-            mem, cpu = off.memory_of(gpu), off.cpu_of(gpu)
-            if mem not in nodes:
-                raise ScenarioError(
-                    f"Offload.memory: {mem!r} (for device {gpu!r}) is not a node of the fabric"
-                )
-            start = tuple(done[d]) if off.overlap else barrier
-            pre = f"r{r}/offload.d{d}"
-            prev = {"d2h": start, "step": (), "h2d": ()}
-            for i in range(pieces):
-                sfx = f".{i}" if pieces > 1 else ""
-                d2h, step, h2d = f"{pre}/d2h{sfx}", f"{pre}/step{sfx}", f"{pre}/h2d{sfx}"
-                flows.append(Flow(d2h, gpu, mem, costs.gradient_bytes / pieces, after=prev["d2h"]))
-                tasks.append(Task(step, cpu, off.step_time / pieces, after=(d2h, *prev["step"])))
-                flows.append(Flow(h2d, mem, gpu, costs.reload_bytes / pieces, after=(step, *prev["h2d"])))
-                prev = {"d2h": (d2h,), "step": (step,), "h2d": (h2d,)}
+            mem, cpu = _host_memory(off, gpu, nodes), off.cpu_of(gpu)
+            units = [d] if chunks is None else sorted((u for u in done if u % len(row) == d), reverse=True)
+            prev = {"d2h": (), "step": (), "h2d": ()}  # the copy stream's and the CPU thread's last item
+            for unit in units:
+                pre = f"r{r}/offload.d{d}" if chunks is None else f"r{r}/offload.s{unit}"
+                prev["d2h"] = (*(tuple(done[unit]) if off.overlap else barrier), *prev["d2h"])
+                for i in range(pieces):
+                    sfx = f".{i}" if pieces > 1 else ""
+                    d2h, step, h2d = f"{pre}/d2h{sfx}", f"{pre}/step{sfx}", f"{pre}/h2d{sfx}"
+                    flows.append(
+                        Flow(d2h, gpu, mem, costs.gradient_bytes / (share * pieces), after=prev["d2h"])
+                    )
+                    tasks.append(
+                        Task(step, cpu, off.step_time / (share * pieces), after=(d2h, *prev["step"]))
+                    )
+                    if chunks is None:
+                        flows.append(
+                            Flow(h2d, mem, gpu, costs.reload_bytes / pieces, after=(step, *prev["h2d"]))
+                        )
+                    prev = {"d2h": (d2h,), "step": (step,), "h2d": (h2d,)}
     return Workload(flows, tasks)
+
+
+def _host_memory(off: Offload, gpu: str, nodes: set[str]) -> str:
+    mem = off.memory_of(gpu)
+    if mem not in nodes:
+        raise ScenarioError(f"Offload.memory: {mem!r} (for device {gpu!r}) is not a node of the fabric")
+    return mem
 
 
 def _waiting(w: Workload, ids: Sequence[str]) -> Workload:

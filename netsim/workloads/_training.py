@@ -133,7 +133,7 @@ class ParallelLayout:
         tp, pp, dp: tensor-, pipeline- and data-parallel sizes (TP placed innermost, inside a server).
         micro_batch: sequences per micro-batch (b).
         global_batch: sequences per iteration over all replicas (default micro_batch x dp).
-        schedule: one of SCHEDULES; chunks: model chunks per device for "interleaved".
+        schedule: one of SCHEDULES; chunks: model chunks per device for "interleaved" and "breadth-first".
         recompute: "none", "selective" (attention scores recomputed) or "full" (each layer's forward
             rerun in its backward; only the layer inputs are kept).
         sequence_parallel: Megatron's sequence parallelism (norms and dropouts split over TP; the
@@ -237,7 +237,7 @@ def activation_bytes_per_layer(model: TransformerModel, layout: ParallelLayout) 
 def in_flight(layout: ParallelLayout) -> float:
     """Micro-batches whose activations the first stage holds at once, in units of a stage's layers."""
     p, m, v = layout.pp, layout.microbatches, layout.chunks
-    if layout.schedule == "gpipe":
+    if layout.schedule in ("gpipe", "breadth-first"):  # every forward runs before the first backward
         return m
     if layout.schedule == "interleaved":  # Korthikanti et al.: p micro-batches x (1 + (p - 1) / (pv))
         return min(p * (1 + (p - 1) / (p * v)), m)

@@ -4,6 +4,8 @@ CPU offload, validation, and every examples/pp_*.json."""
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import itertools
 import math
 from pathlib import Path
@@ -70,15 +72,28 @@ def test_gpipe_and_1f1b_closed_form(schedule, m, tf, tb):
     assert all(b == pytest.approx(m * (tf + tb), rel=1e-12) for b in stats.busy.values())
 
 
-@pytest.mark.parametrize(("v", "m"), [(2, 8), (4, 4), (2, 4)])
-def test_interleaved_closed_form(v, m):
+@pytest.mark.parametrize(
+    ("schedule", "v", "m"),
+    [
+        ("interleaved", 2, 8),
+        ("interleaved", 4, 4),
+        ("interleaved", 2, 4),
+        ("breadth-first", 2, 4),
+        ("breadth-first", 3, 5),
+    ],
+)
+def test_chunked_closed_form(schedule, v, m):
     # Megatron-LM's interleaved 1F1B: each of the v chunks costs 1/v, the warm-up bubble shrinks to
     # (p - 1)(T_F + T_B)/v, so T = (m + (p - 1)/v)(T_F + T_B) and the bubble is (p - 1)/(v m + p - 1).
+    # Breadth-first (m >= p): the first device runs its v m forwards back to back (micro-batch 0 of chunk
+    # c + 1 is back from the last device before it has run chunk c's m), the last device starts the
+    # backwards (p - 1)T_F/v later and runs its v m back to back, and the first device ends (p - 1)T_B/v
+    # after it: the same T.
     p, tf, tb = 4, 1.0, 2.0
     pipe = pipeline(
         chain(p),
         GPUS,
-        schedule="interleaved",
+        schedule=schedule,
         chunks=v,
         microbatches=m,
         costs=StageCosts(forward=tf, backward_input=tb, activation_bytes=1e6),
@@ -279,6 +294,53 @@ def test_data_parallel_allreduce_closed_form():
             assert result.flow(f.id).start >= result.task("r1/BW3.s0").finish
 
 
+def test_breadth_first_reduces_each_chunk_when_its_backward_is_done():
+    # 2 stages x 2 chunks, 2 replicas, m = 2; chunk costs f = 0.5, b = 1: T_pipe = (m + (p - 1)/v)
+    # (T_F + T_B) = 7.5. Each chunk's S / v bytes are ring-AllReduced (S / v / bw = 1 s on the stage's
+    # dedicated cable) once both replicas ended its backward: chunk s2 at 7.5 - m b = 5.5 (reduced by
+    # 6.5, before s0 needs the cable), chunk s0, the last, at 7.5: T = 7.5 + 1.
+    p, m, v, size, bw = 2, 2, 2, 4e9, 2e9
+    costs = StageCosts(forward=1.0, backward_input=2.0, activation_bytes=1e6, gradient_bytes=size)
+    pipe = pipeline(
+        two_replicas(bw),
+        [["a0", "b0"], ["a1", "b1"]],
+        schedule="breadth-first",
+        chunks=v,
+        microbatches=m,
+        costs=costs,
+    )
+    result, stats = run(pipe)
+    assert stats.iteration_time == pytest.approx(7.5 + size / v / bw, rel=1e-12)
+    for s in range(p * v):
+        ring = [f for f in result.compiled.scenario.flows if f.id.startswith(f"dp.s{s}/")]
+        assert sum(f.bytes for f in ring) == pytest.approx(2 * size / v)  # 2 ranks, 2 steps, S/2v each
+        last_bw = max(result.task(f"r{r}/BW{m - 1}.s{s}").finish for r in range(2))
+        assert min(result.flow(f.id).start for f in ring) >= last_bw
+    # chunk s2's AllReduce ended before chunk s0's began: it was not on the critical path
+    s2 = [f.id for f in result.compiled.scenario.flows if f.id.startswith("dp.s2/")]
+    assert max(result.flow(i).finish for i in s2) == pytest.approx(6.5, rel=1e-12)
+
+
+def test_breadth_first_steps_each_chunk_on_the_gpu_beside_the_remaining_backward():
+    # one device, v = 2, m = 1: F s0 0-0.5, F s1 0.5-1, BW s1 1-2. Chunk s1's optimizer step (1 s / v)
+    # then shares the GPU with BW s0 (1 s): both at half speed until the step is done at 3, BW s0's last
+    # 0.5 s alone until 3.5, then chunk s0's step until 4.0 (the GPU's 4 s of work, never idle).
+    pipe = pipeline(
+        chain(2),
+        GPUS[:1],
+        schedule="breadth-first",
+        chunks=2,
+        microbatches=1,
+        optimizer_time=1.0,
+        costs=StageCosts(forward=1.0, backward_input=2.0, activation_bytes=1e6),
+    )
+    result, stats = run(pipe)
+    assert result.task("r0/optimizer.s1").start == pytest.approx(2.0, rel=1e-12)
+    assert result.task("r0/optimizer.s1").finish == pytest.approx(3.0, rel=1e-12)
+    assert result.task("r0/BW0.s0").finish == pytest.approx(3.5, rel=1e-12)
+    assert stats.iteration_time == pytest.approx(4.0, rel=1e-12)
+
+
 def host_fabric(pcie: float) -> Topology:
     """Four GPUs on one chain (ideal) and each GPU with its own PCIe cable to host memory `mem`."""
     links = [x for i in range(3) for x in cable(f"g{i}", f"g{i + 1}", IDEAL)]
@@ -310,6 +372,77 @@ def test_offload_closed_forms(overlap):
     tail = (a + b + c) / k + (k - 1) * max(a, b, c) / k if overlap else a + b + c
     assert stats.iteration_time == pytest.approx(t_pipe + tail, rel=1e-12)
     assert stats.compute_time == pytest.approx(t_pipe, rel=1e-12)
+
+
+@pytest.mark.parametrize(("pieces", "tail"), [(1, 2.5), (2, 2.0)])
+def test_breadth_first_offload_closed_form(pieces, tail):
+    # p = 2 devices, v = 2 chunks (device 0 holds s0, s2; device 1 s1, s3), m = 2; a chunk's F takes
+    # f = T_F / v = 1, its backward b = T_B / v = 2. Each pass fetches P / v = 0.5 GB (q = 0.5 s), a chunk
+    # offloads G / v = 1 GB (a = 1 s) and steps for step / v = 1.5 s (b') on its device's own CPU.
+    # Only the first fetch is exposed: every later one starts (after the pass two before) well before its
+    # pass (device 0 fetches s2's backward parameters at 2.5-3.0 s, needs them at 7.5 s). The compute is
+    # then the breadth-first closed form (m + (p - 1)/v)(T_F + T_B) = 2.5 x 6 = 15 from t = q: device 0
+    # ends chunk s0's backward at 15.5 s. Its offload follows: a + b' = 2.5 in one piece, or the two-stage
+    # flow shop of k = 2 halves, (a + b')/k + (k - 1) max(a, b')/k = 1.25 + 0.75 = 2.0. Device 0's
+    # other chunk (s2) ended at 11.5 s and its offload at 14 s < 15.5 s, device 1's last one (s1) at
+    # 13.5 + 2.5 = 16 s: neither delays it.
+    p, m, v, bw = 2, 2, 2, 1e9
+    costs = StageCosts(
+        forward=2.0, backward_input=4.0, activation_bytes=1e6, gradient_bytes=2e9, parameter_bytes=1e9
+    )
+    off = Offload(
+        memory={g: f"mem{g}" for g in GPUS}, cpu={g: f"cpu{g}" for g in GPUS}, step_time=3.0, pieces=pieces
+    )
+    pipe = pipeline(
+        host_fabric(bw),
+        GPUS[:p],
+        schedule="breadth-first",
+        chunks=v,
+        microbatches=m,
+        costs=costs,
+        offload=off,
+    )
+    result, stats = run(pipe)
+    assert stats.compute_time == pytest.approx(0.5 + (m + (p - 1) / v) * 6.0, rel=1e-12)
+    assert stats.iteration_time == pytest.approx(15.5 + tail, rel=1e-12)
+    assert result.task("r0/offload.s2/step" + (".1" if pieces > 1 else "")).finish == pytest.approx(
+        11.5 + tail, rel=1e-12
+    )
+
+
+def test_breadth_first_offload_is_causal_under_contention():
+    # 4 devices x 2 chunks on slow PCIe links shared by parameter fetches and gradient offloads, one CPU
+    # for every step: whatever the timing, a chunk's parameters are on its GPU before any op of its pass,
+    # at most two chunks' parameters are resident (a fetch starts once the pass two before it ended),
+    # and a chunk's gradients leave, and its steps run, only after its last backward.
+    p, m, v = 4, 4, 2
+    costs = StageCosts(
+        forward=1.0, backward_input=2.0, activation_bytes=2e8, gradient_bytes=3e9, parameter_bytes=2e9
+    )
+    off = Offload(memory={g: f"mem{g}" for g in GPUS}, cpu="cpu", step_time=2.0, pieces=2)
+    pipe = pipeline(
+        host_fabric(1e9), GPUS, schedule="breadth-first", chunks=v, microbatches=m, costs=costs, offload=off
+    )
+    result, _ = run(pipe)
+    eps = 1e-9
+    for d, (dev, ops) in enumerate(pipe.compute_ops().items()):
+        passes = [list(g) for _, g in itertools.groupby(ops, key=lambda x: (x[1].kind, x[1].stage))]
+        assert len(passes) == 2 * v
+        for j, ops_j in enumerate(passes):
+            kind, stage = ops_j[0][1].kind, ops_j[0][1].stage
+            fetch = result.flow(f"r0/fetch.{kind}.s{stage}")
+            assert fetch.finish > fetch.start  # it did move the chunk's bytes
+            assert all(result.task(i).start >= fetch.finish - eps for i, _ in ops_j)
+            if j >= 2:
+                assert fetch.start >= result.task(passes[j - 2][-1][0]).finish - eps
+        for stage in range(d, p * v, p):
+            last_bw = result.task(f"r0/BW{m - 1}.s{stage}").finish
+            for i in range(off.pieces):
+                assert result.flow(f"r0/offload.s{stage}/d2h.{i}").start >= last_bw - eps
+                assert result.task(f"r0/offload.s{stage}/step.{i}").start >= last_bw - eps
+        spans = [(result.task(i).start, result.task(i).finish) for i, _ in ops]
+        assert all(a[1] <= b[0] + eps for a, b in itertools.pairwise(spans)), dev
+    assert not any("/h2d" in f.id for f in pipe.scenario().flows)  # the next passes fetch the parameters
 
 
 def spipe_rows():
@@ -344,6 +477,49 @@ def test_overlapped_offload_is_faster_in_the_same_direction_as_the_spipe_trace()
     assert t["serialized"][1] <= t["overlapped"][1] <= t["serialized"][1] * 1.01
 
 
+def workload_examples():
+    """examples/make_workload_examples.py as a module: the SPipe rows' setup lives there, once."""
+    spec = importlib.util.spec_from_file_location(
+        "make_workload_examples", ROOT / "examples" / "make_workload_examples.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def spipe_speedup(seq: int) -> tuple[float, float]:
+    """(model, measured) Megatron / SPipe ratio on the 10B / 4 x V100 row at `seq`: 1F1B + serialized CPU
+    offload against SPipe's breadth-first chunks with per-chunk prefetch, offload and CPU step."""
+    examples = workload_examples()
+    measured = spipe_rows()[(*examples.SPIPE_ROW[:2], str(seq), examples.SPIPE_ROW[3])]
+    t = {}
+    for how in ("serialized", "breadth-first"):
+        pipe = examples.offload_pipeline(how, seq)
+        t[how] = netsim.simulate(netsim.compile_scenario(pipe.scenario(), shape=PAD)).makespan
+    return float(t["serialized"] / t["breadth-first"]), measured["Megatron"] / measured["SPipe"]
+
+
+@pytest.mark.parametrize(("seq", "documented"), [(1024, 1.702), (2048, 1.761)])
+def test_breadth_first_offload_ratios_are_the_documented_ones(seq, documented):
+    # docs/pipelines.md quotes these predictions (and their gap to the trace); a change shows here
+    predicted, measured = spipe_speedup(seq)
+    assert predicted == pytest.approx(documented, abs=5e-4)
+    assert predicted > measured > 1.0  # over-predicted: see the xfail below
+
+
+@pytest.mark.parametrize("seq", [1024, 2048])
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model over-predicts SPipe's speedup: 1.702 vs measured 1.412 (+20.5 %) at seq 1024, "
+    "1.761 vs 1.359 (+29.5 %) at seq 2048; its breadth-first GPU pipeline is 22 % shorter than its 1F1B "
+    "where the measured SPipe GPU time is 5 % shorter than Megatron's (docs/pipelines.md, 'Where the gap is')",
+)
+def test_breadth_first_offload_within_10_percent_of_the_spipe_rows(seq):
+    predicted, measured = spipe_speedup(seq)
+    assert predicted == pytest.approx(measured, rel=0.10)
+
+
 # --- the FLOP model ---------------------------------------------------------------------------------
 
 
@@ -363,7 +539,16 @@ def test_transformer_flops_match_narayanan_et_al():
 
 
 @pytest.mark.parametrize(
-    ("schedule", "v"), [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("interleaved", 3), ("zb-h1", 1)]
+    ("schedule", "v"),
+    [
+        ("gpipe", 1),
+        ("1f1b", 1),
+        ("interleaved", 2),
+        ("interleaved", 3),
+        ("zb-h1", 1),
+        ("breadth-first", 1),
+        ("breadth-first", 3),
+    ],
 )
 def test_every_op_appears_once_per_device(schedule, v):
     p, m = 3, 6
@@ -389,7 +574,10 @@ def test_1f1b_keeps_at_most_p_minus_d_microbatches_in_flight():
     [
         ({"schedule": "pipedream"}, "unknown schedule 'pipedream'"),
         ({"schedule": "interleaved", "chunks": 2, "microbatches": 6}, "needs a multiple of stages=4"),
-        ({"schedule": "1f1b", "chunks": 2}, "only the interleaved schedule has model chunks"),
+        (
+            {"schedule": "1f1b", "chunks": 2},
+            "only the interleaved and breadth-first schedules have model chunks",
+        ),
         ({"microbatches": 0}, "microbatches: expected an integer >= 1, got 0"),
         ({"devices": ["g0", "g1", "x9"]}, r"devices\[2\]: 'x9' is not a node of the fabric"),
         ({"devices": ["g0", "g1", "g0"]}, r"devices\[2\]: device 'g0' is used twice"),

@@ -64,7 +64,7 @@ def test_compute_only_pipeline_is_the_bubble_formula(schedule):
     assert stats.tp_exposed == stats.dp_exposed == 0.0
 
 
-@pytest.mark.parametrize("schedule, chunks", [("interleaved", 2), ("zb-h1", 1)])
+@pytest.mark.parametrize("schedule, chunks", [("interleaved", 2), ("zb-h1", 1), ("breadth-first", 2)])
 def test_other_schedules_lie_between_the_work_and_gpipe(schedule, chunks):
     p, m = 2, 4
     layout = ParallelLayout(pp=p, global_batch=m, schedule=schedule, chunks=chunks)
@@ -212,6 +212,9 @@ def test_korthikanti_activation_formula_and_zero_splits():
     one = memory_per_gpu(model, ParallelLayout(pp=4, global_batch=16))
     gpipe = memory_per_gpu(model, ParallelLayout(pp=4, global_batch=16, schedule="gpipe"))
     assert gpipe.activations == pytest.approx(one.activations * 16 / 4)
+    # breadth-first runs every forward before the first backward, as GPipe does
+    wide = ParallelLayout(pp=4, global_batch=16, schedule="breadth-first", chunks=2)
+    assert memory_per_gpu(model, wide).activations == pytest.approx(gpipe.activations)
 
 
 def test_a_layout_that_does_not_fit_is_refused_with_the_figures():
