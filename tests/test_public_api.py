@@ -266,7 +266,8 @@ def test_topology_names():
         "with_transport",  # PCIe servers and their P2P-off transports
         "rocm_server",  # AMD servers from rocm-smi --showtopo / --shownodesbw
         "nvswitch_server",
-        "dgx_a100",  # NVSwitch servers, DGX A100 clusters
+        "dgx_a100",
+        "dgx_h100",  # NVSwitch servers, DGX A100 and H100 clusters
         "fat_tree",
         "leaf_spine",
         "rail_optimized",

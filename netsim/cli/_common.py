@@ -15,7 +15,7 @@ CPU_THREADS = {"run": 1}
 TOPOLOGY_HELP = (
     "an `nvidia-smi topo -m` text file, a calibration JSON (`netsim calibrate --out`), a preset or "
     "calibrated preset name (`netsim presets`; a calibrated preset gives its fitted figures), or a "
-    "cluster shape (fat-tree:K, leaf-spine:L,S,H, dgx-a100:N for N DGX A100 servers on InfiniBand), or a "
+    "cluster shape (fat-tree:K, leaf-spine:L,S,H, dgx-a100:N or dgx-h100:N for N DGX servers on InfiniBand), or a "
     "PCIe server "
     "(pcie:N[,sockets=S][,numa=K][,switches=G][,nics=M][,nvlink=L])"
 )

@@ -20,6 +20,7 @@ from ._mesh import mi300x as mi300x
 from ._nvsmi import pcie_server_from_topo as pcie_server_from_topo
 from ._nvsmi import server_plan as server_plan
 from ._nvswitch import dgx_a100 as dgx_a100
+from ._nvswitch import dgx_h100 as dgx_h100
 from ._nvswitch import nvswitch_server as nvswitch_server
 from ._pcie import SM_HOST_GAIN as SM_HOST_GAIN
 from ._pcie import HostStaged as HostStaged

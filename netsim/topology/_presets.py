@@ -20,7 +20,7 @@ from ..data import DATA_DIR
 from ._cluster import fat_tree, leaf_spine
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
-from ._nvswitch import DGX_A100_GPUS, dgx_a100
+from ._nvswitch import DGX_A100_GPUS, dgx_a100, dgx_h100
 from ._pcie import PcieRouter, Transport, latency_gains, pcie_server, pcie_shared, shared_gains
 from ._topology import Topology, link_class
 
@@ -120,12 +120,13 @@ _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "a40-8x-nv4": ("m05: 8 x A40, NV4 bridges in pairs, 2 sockets", _a40_nv4),
     "titanrtx-8x-lambda": ("m09: 8 x TITAN RTX, switch pairs, P2P off", _titanrtx_8x),
     "dgx-a100": ("8 x A100 SXM on NVSwitch (222 GB/s per GPU), 8 HDR NICs", dgx_a100),
+    "dgx-h100": ("8 x H100 SXM on NVSwitch (370 GB/s per GPU), 8 NDR NICs", dgx_h100),
 }
 
 PRESETS: dict[str, str] = {name: text for name, (text, _) in _BUILDERS.items()}
 
 #: cluster fabrics by shape, for every command that takes --topology: "fat-tree:K", "leaf-spine:L,S,H",
-#: "dgx-a100:N"
+#: "dgx-a100:N", "dgx-h100:N"
 CLUSTERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "fat-tree": ("k-ary fat-tree, k^3/4 hosts h0.. at 50 GB/s: fat-tree:K (K even)", fat_tree),
     "leaf-spine": (
@@ -136,13 +137,17 @@ CLUSTERS: dict[str, tuple[str, Callable[..., Topology]]] = {
         "N DGX A100 servers (8 GPUs each) on a rail-optimized HDR InfiniBand fabric: dgx-a100:N",
         dgx_a100,
     ),
+    "dgx-h100": (
+        "N DGX H100 servers (8 GPUs each) on a rail-optimized NDR InfiniBand fabric: dgx-h100:N",
+        dgx_h100,
+    ),
 }
 #: GPUs per server of the cluster shapes that a GPU count sizes (`sized_cluster`)
-SERVER_GPUS = {"dgx-a100": DGX_A100_GPUS}
+SERVER_GPUS = {"dgx-a100": DGX_A100_GPUS, "dgx-h100": DGX_A100_GPUS}
 
 
 def sized_cluster(shape: str, gpus: int) -> Topology | None:
-    """The cluster of `shape` ("dgx-a100", a SERVER_GPUS key) with the fewest servers holding `gpus` GPUs;
+    """The cluster of `shape` ("dgx-a100" or "dgx-h100", a SERVER_GPUS key) with the fewest servers holding `gpus` GPUs;
     None when `shape` is no such name."""
     if shape not in SERVER_GPUS:
         return None
@@ -150,7 +155,7 @@ def sized_cluster(shape: str, gpus: int) -> Topology | None:
 
 
 def _cluster(name: str) -> Topology | None:
-    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" / "dgx-a100:N" spec; None when `name` is no such
+    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" / "dgx-a100:N" / "dgx-h100:N" spec; None when `name` is no such
     spec."""
     kind, sep, args = name.partition(":")
     if not sep or kind not in CLUSTERS:

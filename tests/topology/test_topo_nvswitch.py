@@ -1,14 +1,16 @@
-"""NVSwitch servers and DGX A100 clusters: the "dgx-a100[:N]" shapes every --topology takes, routes that
-leave a server by the sending GPU's own NIC, and clusters sized from a GPU count."""
+"""NVSwitch servers and DGX A100 / H100 clusters: the "dgx-a100[:N]" and "dgx-h100[:N]" shapes every
+--topology takes, routes that leave a server by the sending GPU's own NIC, and clusters sized from a GPU
+count."""
 
 from __future__ import annotations
 
 import pytest
 from topo_helpers import assert_valid_routes, node_path
 
-from netsim import ScenarioError
-from netsim.topology import dgx_a100, load, nvswitch_server, sized_cluster
-from netsim.topology._nvswitch import A100_NVSWITCH_PORT, HDR_NIC
+from netsim import ScenarioError, simulate
+from netsim.topology import dgx_a100, dgx_h100, load, nvswitch_server, sized_cluster
+from netsim.topology._nvswitch import A100_NVSWITCH_PORT, H100_NVSWITCH_PORT, HDR_NIC, NDR_NIC
+from netsim.workloads import allreduce
 
 
 def bottleneck(topo, route):
@@ -47,3 +49,26 @@ def test_sized_by_gpu_count_and_bad_shapes_are_clear_errors():
     for bad in ("dgx-a100:0", "dgx-a100:x", "dgx-a100:2,3"):
         with pytest.raises(ScenarioError, match="expected dgx-a100:N with whole numbers >= 1"):
             load(bad)
+
+
+def test_dgx_h100_is_the_same_shape_at_h100_figures():
+    topo = load("dgx-h100")
+    assert topo.device == "H100" and topo.name == "dgx-h100"
+    assert bottleneck(topo, topo.route("gpu0", "gpu5")) == H100_NVSWITCH_PORT
+    assert [x.id for x in topo.links] == [x.id for x in dgx_a100().links]
+    big = load("dgx-h100:3")
+    assert big.name == "dgx-h100:3" and big.device == "H100" and len(big.workers) == 24
+    assert bottleneck(big, big.route("n0/gpu1", "n2/gpu1")) == NDR_NIC
+    assert dgx_h100(3).links == big.links
+    assert sized_cluster("dgx-h100", 17).name == "dgx-h100:3"
+    with pytest.raises(ScenarioError, match="expected dgx-h100:N with whole numbers >= 1"):
+        load("dgx-h100:0")
+
+
+def test_dgx_h100_ring_allreduce_reaches_the_port_as_busbw():
+    # a ring over 8 GPUs on one switch: each GPU sends 2 (n - 1) / n x S through its own port, so with no
+    # software cost the busbw, 2 (n - 1) / n x S / time, is the port's bandwidth (NCCL's ~370 GB/s)
+    n, size = 8, 2.0**30
+    topo = load("dgx-h100")
+    result = simulate(allreduce(topo.workers, size).scenario(topo))
+    assert 2 * (n - 1) / n * size / result.makespan == pytest.approx(H100_NVSWITCH_PORT, rel=1e-9)
