@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from .._scenario import Link, ScenarioError
+from .._scenario import Link, ScenarioError, SharedResource
 from ._mesh import PORT
 from ._topology import Path, Topology, natural_key
 
@@ -24,6 +24,7 @@ class Part:
     topo: Topology
     node: Mapping[str, str]  # local node -> global node
     link: Mapping[str, str]  # local link id -> global link id
+    shared: tuple[SharedResource, ...] = ()  # the part's shared resources, ids and links global
 
     def __post_init__(self):
         object.__setattr__(self, "_node_back", {g: n for n, g in self.node.items()})
@@ -36,7 +37,16 @@ class Part:
         for x in topo.links:
             plain = x.id == f"{x.src}->{x.dst}"
             link[x.id] = f"{node[x.src]}->{node[x.dst]}" + ("" if plain else f"#{x.id}")
-        return cls(topo, node, link)
+        shared = tuple(
+            dataclasses.replace(
+                r,
+                id=rename(r.id),
+                links=tuple(link[x] for x in r.links),
+                via=tuple(link[x] for x in r.via),
+            )
+            for r in topo.shared
+        )
+        return cls(topo, node, link, shared)
 
     def has(self, node: str) -> bool:
         return node in self._node_back
@@ -58,7 +68,7 @@ class Part:
 
     def without(self, link_ids: frozenset[str]) -> Part:
         mine = [self._link_back[g] for g in link_ids if g in self._link_back]
-        return self if not mine else Part(self.topo.without_links(mine), self.node, self.link)
+        return self if not mine else Part(self.topo.without_links(mine), self.node, self.link, self.shared)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -149,7 +159,9 @@ def _assemble(
     name: str, upper: Part, lowers: Sequence[Part], kind: dict[str, str], workers: Sequence[str]
 ) -> Topology:
     links = upper.global_links() + [x for p in lowers for x in p.global_links()]
-    return Topology(name, tuple(links), kind, Nested(upper, tuple(lowers)), tuple(workers))
+    # the parts' shared resources (a server's socket budget, its GPUs' staging engines) hold in the whole
+    shared = upper.shared + tuple(r for p in lowers for r in p.shared)
+    return Topology(name, tuple(links), kind, Nested(upper, tuple(lowers)), tuple(workers), shared)
 
 
 def with_packages(

@@ -18,6 +18,7 @@ from .._checks import quantity, read_text, show
 from .._scenario import ScenarioError
 from ..data import DATA_DIR
 from ._cluster import fat_tree, leaf_spine
+from ._compose import cluster
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
 from ._nvswitch import DGX_A100_GPUS, dgx_a100, dgx_h100
@@ -172,6 +173,25 @@ def _cluster(name: str) -> Topology | None:
     return CLUSTERS[kind][1](*sizes)
 
 
+def _servers_under_fabric(name: str, **server) -> Topology | None:
+    """The cluster of a "FABRIC/SERVER" spec: a "fat-tree:K" or "leaf-spine:L,S,H" fabric whose endpoints
+    are the NICs of copies of SERVER (anything `load` reads: "pcie:8,nics=2", a preset), so
+    "leaf-spine:4,2,4/pcie:8,nics=2" is 8 servers of 8 GPUs. None when `name` has no such fabric."""
+    fabric_name, sep, server_name = name.partition("/")
+    kind = fabric_name.partition(":")[0]
+    if not sep or kind not in CLUSTERS:
+        return None
+    if kind not in ("fat-tree", "leaf-spine"):
+        raise ScenarioError(
+            f"topology: {name!r}: servers go under a fat-tree:K or leaf-spine:L,S,H fabric, not {kind!r}"
+        )
+    fabric = _cluster(fabric_name)
+    try:
+        return cluster(fabric, load(server_name, **server), name=name)
+    except ScenarioError as e:
+        raise ScenarioError(f"topology: {name!r}: {str(e).removeprefix('topology: ')}") from None
+
+
 #: keys of a "pcie:N,key=value,..." server spec -> pcie_server's keyword
 PCIE_KEYS = {
     "sockets": "sockets",
@@ -268,7 +288,8 @@ def load(
 
     Args:
         source: a name in CALIBRATED (fitted figures), a name in PRESETS (builder figures), a cluster
-            shape of CLUSTERS ("fat-tree:4", "leaf-spine:4,2,8"), a PCIe server spec ("pcie:6",
+            shape of CLUSTERS ("fat-tree:4", "leaf-spine:4,2,8"), such a fabric with servers at its
+            endpoints, one per NIC group ("leaf-spine:4,2,4/pcie:8,nics=2": `cluster`), a PCIe server spec ("pcie:6",
             "pcie:8,sockets=2,switches=2": `pcie_spec`), else a file: a calibration JSON (written by `netsim calibrate --out`, see docs/calibration.md) or
             a text file holding an `nvidia-smi topo -m` matrix.
         p2p: False for the P2P-off variant (device-to-device copies by `transport`), True for P2P on;
@@ -283,9 +304,11 @@ def load(
         ScenarioError: naming the source when it is none of these, or a calibration file is malformed.
     """
     name = os.fspath(source)
-    cluster = None if os.path.exists(name) else _cluster(name)
-    if cluster is not None:
-        return cluster
+    if not os.path.exists(name):
+        servers = _servers_under_fabric(name, p2p=p2p, transport=transport)
+        fabric = _cluster(name) if servers is None else servers
+        if fabric is not None:
+            return fabric
     if not os.path.exists(name) and name.startswith("pcie:"):
         return base_topology(name, p2p=p2p, transport=transport)
     values = read_calibration(name)

@@ -1,13 +1,17 @@
 """Composition: chiplet packages in PCIe servers in a cluster; one link table, routes across every level."""
 
+import re
+
 import pytest
 from topo_helpers import assert_valid_routes, node_path
 
+import netsim
 from netsim import ScenarioError
 from netsim.topology import (
     chiplet_mesh,
     cluster,
     leaf_spine,
+    load,
     mi300x,
     pcie_server,
     rail_optimized,
@@ -118,3 +122,37 @@ def test_cluster_argument_errors():
     with pytest.raises(ScenarioError, match="the servers have 6 NICs but fabric"):
         cluster(leaf_spine(2, 1, 4), [box, box])
     assert len(cluster(leaf_spine(2, 1, 3), [box, box]).gpus()) == 8
+
+
+def _finish(topo, pairs):
+    flows = [f for i, (a, b) in enumerate(pairs) for f in topo.flows(f"f{i}", a, b, 2**28)]
+    return netsim.simulate(topo.scenario(flows)).makespan
+
+
+def test_servers_keep_their_shared_resources_in_a_cluster():
+    server = pcie_server(8, sockets=2, nics=2, shared=True)
+    topo = cluster(leaf_spine(2, 2, 4), server)  # 8 endpoints / 2 NICs = 4 servers
+    assert len(topo.shared) == 4 * len(server.shared)
+    assert {r.id for r in topo.shared} >= {"n3/gpu7 staging", f"n2/{server.shared[0].id}"}
+    assert all(x in topo.link for r in topo.shared for x in (*r.links, *r.via))
+    # copies both ways across the socket cable share its two-way budget, in the cluster as in the server
+    alone = _finish(server, [("gpu0", "gpu4"), ("gpu4", "gpu0")])
+    within = _finish(topo, [("n1/gpu0", "n1/gpu4"), ("n1/gpu4", "n1/gpu0")])
+    assert within == pytest.approx(alone, rel=1e-12)
+    assert alone > _finish(pcie_server(8, sockets=2, nics=2), [("gpu0", "gpu4"), ("gpu4", "gpu0")])
+
+
+def test_fabric_slash_server_spec_puts_servers_under_a_fabric():
+    topo = load("leaf-spine:4,2,4/pcie:8,nics=2")  # 16 endpoints / 2 NICs = 8 servers of 8 GPUs
+    assert topo.name == "leaf-spine:4,2,4/pcie:8,nics=2" and len(topo.gpus()) == 64
+    assert topo.links == cluster(leaf_spine(4, 2, 4), load("pcie:8,nics=2")).links
+    assert len(topo.shared) == 8 * len(load("pcie:8,nics=2").shared)
+    assert node_path(topo, topo.route("n0/gpu0", "n7/gpu5"))[-2:] == ["n7/rc5", "n7/gpu5"]
+    for bad, message in [
+        ("dgx-a100:2/pcie:8", "servers go under a fat-tree:K or leaf-spine:L,S,H fabric, not 'dgx-a100'"),
+        ("fat-tree:4/nope", "'fat-tree:4/nope': 'nope' is neither a preset"),
+        ("leaf-spine:1,1,3/pcie:8,nics=2", "3 endpoints, not a multiple of the 2 NIC"),
+        ("leaf-spine:0,1,3/pcie:8", "expected leaf-spine:L,S,H with whole numbers >= 1"),
+    ]:
+        with pytest.raises(ScenarioError, match=re.escape(message)):
+            load(bad)
