@@ -26,7 +26,7 @@ HDR_NIC = 25 * GB
 #: PCIe Gen4 x16 between a GPU and its NIC, per direction (line rate)
 PCIE_GEN4_X16 = 31.5 * GB
 #: GPUs of a DGX A100 or a DGX H100
-DGX_A100_GPUS = 8
+DGX_GPUS = 8
 #: a DGX H100 GPU's NVSwitch port, per direction: the NVLink bandwidth NCCL reaches on H100 SXM (ring
 #: all_reduce and the other collectives' busbw, ~370 GB/s: NVLink 4's 450 GB/s line rate per direction less
 #: ~20 % protocol overhead, as NCCL's maintainers put it in NVIDIA/nccl-tests issue 212). NVLink SHARP
@@ -70,7 +70,7 @@ def dgx_a100(nodes: int = 1, *, nic_bandwidth=HDR_NIC, name: str | None = None) 
     """`nodes` DGX A100 servers (8 x A100 SXM on NVSwitch, 222 GB/s per GPU port) joined by a non-blocking
     rail-optimized InfiniBand fabric (NIC r of every server on rail r; `rail_optimized`) at
     `nic_bandwidth` per NIC (HDR, 25 GB/s); one node is the server alone."""
-    server = nvswitch_server(DGX_A100_GPUS, nic_bandwidth=PCIE_GEN4_X16, device="A100", name="dgx-a100")
+    server = nvswitch_server(DGX_GPUS, nic_bandwidth=PCIE_GEN4_X16, device="A100", name="dgx-a100")
     return _dgx_cluster(server, nodes, nic_bandwidth, name)
 
 
@@ -80,7 +80,7 @@ def dgx_h100(nodes: int = 1, *, nic_bandwidth=NDR_NIC, name: str | None = None) 
     `nic_bandwidth` per NIC (NDR, 50 GB/s); one node is the server alone. Built from public figures, not
     fitted to a trace of this repository."""
     server = nvswitch_server(
-        DGX_A100_GPUS,
+        DGX_GPUS,
         gpu_bandwidth=H100_NVSWITCH_PORT,
         nic_bandwidth=PCIE_GEN5_X16,
         device="H100",

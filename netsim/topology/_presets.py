@@ -21,7 +21,7 @@ from ._cluster import fat_tree, leaf_spine
 from ._compose import cluster
 from ._mesh import mi250x, mi250x_node, mi300x
 from ._nvsmi import pcie_server_from_topo
-from ._nvswitch import DGX_A100_GPUS, dgx_a100, dgx_h100
+from ._nvswitch import DGX_GPUS, dgx_a100, dgx_h100
 from ._pcie import PcieRouter, Transport, latency_gains, pcie_server, pcie_shared, shared_gains
 from ._topology import Topology, link_class
 
@@ -144,7 +144,7 @@ CLUSTERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     ),
 }
 #: GPUs per server of the cluster shapes that a GPU count sizes (`sized_cluster`)
-SERVER_GPUS = {"dgx-a100": DGX_A100_GPUS, "dgx-h100": DGX_A100_GPUS}
+SERVER_GPUS = {"dgx-a100": DGX_GPUS, "dgx-h100": DGX_GPUS}
 
 
 def sized_cluster(shape: str, gpus: int) -> Topology | None:
