@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.kernels.latency import Router
+from netsim.kernels.latency import Feeds, Router
 
 import netsim
 from netsim.checks import write_atomic
@@ -120,9 +120,16 @@ def _pack(curves: list[Curve]):
         vcs=np.array([float(c.num_vcs) for c in curves]),
         buffer=np.array([float(c.vc_buf_size) for c in curves]),
     )
+    entries = max(x.feeds.load.size for x in loads)
+    feeds = {  # padding entries carry nothing
+        f: np.stack([pad(getattr(x.feeds, f), entries) for x in loads]).astype(int if f != "load" else float)
+        for f in ("source", "target", "load")
+    }
     target = np.stack([pad(c.latency, n_rates, 1.0) for c in curves])
     mask = np.stack([pad(c.scored.astype(float), n_rates) for c in curves])
-    return {k: jnp.asarray(v) for k, v in batch.items()}, jnp.asarray(target), jnp.asarray(mask)
+    batch = {k: jnp.asarray(v) for k, v in batch.items()}
+    batch["feeds"] = Feeds(**{k: jnp.asarray(v) for k, v in feeds.items()})
+    return batch, jnp.asarray(target), jnp.asarray(mask)
 
 
 def predict(router: Router, batch: dict):

@@ -4,12 +4,10 @@ against offered load (the curve BookSim2 draws), in closed form.
 Each node injects `rate` packets per cycle, each `flits` flits long. Channel c carries rate * load[c] packets
 per cycle (load: packets per cycle per unit rate, from routes x traffic matrix) and holds each packet for
 
-    holding = service[c] * max(1, round trip / buffer)
-              + (overhead + wormhole * max(service[c] - buffer, 0)) * contention[c]
+    holding = service[c] + (overhead + wormhole * max(service[c] - buffer, 0)) * contention[c]
 
-cycles: a credit loop longer than a VC buffer throttles a packet's stream; where packets from different
-ports compete, allocation loses `overhead` cycles per packet and a packet longer than a buffer stays strung
-over channels while its head waits. Of a channel's cycles a share
+cycles: where packets from different ports compete, allocation loses `overhead` cycles per packet and a
+packet longer than a buffer stays strung over channels while its head waits. Of a channel's cycles a share
 
     efficiency = 1 / (1 + blocking * divergence[c] * turnaround[c] / vcs)
 
@@ -26,13 +24,15 @@ latency, creation to tail ejection, is
       entered the router by other ports than its own (`contention`), at most `limit` cycles
     + VC waits: at each channel, for packets that entered by the same port as the one ahead (1 - contention,
       which the M/G/1 term leaves out: the channel before spaced them), the wait for a free VC of the
-      packet's class (`vc_wait`): Erlang-C over the class's VCs, each held for the packet's holding time
-      plus the VC's turnaround
+      packet's class (`vc_wait`): Erlang-C over the class's VCs, each held for the packet's holding time,
+      the VC's turnaround and the packet's wait at the channel it takes next (its flits sit in the next
+      router's buffer, the VC's, until it moves on): a fixed point between occupancies and waits
+      (`coupled_waits`, given where each channel's packets go next: `Feeds`)
 
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
 does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / flits), or where
-a class's VCs are all held (`vc_saturation`), whichever is lowest; accepted throughput is the offered rate
-up to it.
+a class's VCs are all held (`vc_saturation`; with the waits downstream in the occupancy, found by
+bisection below the others), whichever is lowest; accepted throughput is the offered rate up to it.
 
 Pure and differentiable in every float argument (a class's VC count is whole: `vc_servers` floors it);
 callers vmap (netsim.latency).
@@ -43,12 +43,21 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from .queueing import mg1_wait, queueing_delay
 
 #: most VCs one class may use on a channel (the Erlang-C recursion runs to it: a static loop)
 MAX_VCS = 64
+#: rounds of the fixed point between VC occupancy and the waits downstream (on 8 x 8 uniform with 8 VCs and
+#: 4 x 4 uniform with 2, near saturation, the waits moved by under 0.01 cycles after 8; each round can only
+#: lengthen the occupancy, so stopping early errs low)
+COUPLING_ROUNDS = 10
+#: halvings of the bracket [0, closed-form saturation] that locate the coupled saturation (to 2^-40 of it)
+BISECTIONS = 40
+#: cycles a wait is capped at where it feeds an occupancy: past it the pool is full anyway, and a finite
+#: value keeps infinities (and 0 x inf in the gradients) out of the fixed point
+WAIT_CAP = 1e9
 
 
 class Router(eqx.Module):
@@ -70,6 +79,15 @@ class Router(eqx.Module):
     ]  # most cycles a packet waits at one channel (buffer drain time; inf: unbounded)
 
 
+class Feeds(eqx.Module):
+    """Where each channel's packets go next: entry e carries load[e] packets per cycle per unit rate out of
+    channel source[e] into channel target[e] (padding entries: load 0). Host arrays, as Router's."""
+
+    source: Int[ArrayLike, " E"]
+    target: Int[ArrayLike, " E"]
+    load: Float[ArrayLike, " E"]
+
+
 class Curve(eqx.Module):
     """One load-latency curve: R offered rates, C channels."""
 
@@ -87,27 +105,30 @@ def zero_load_latency(router: Router, hops: Float[Array, ""], flits: Float[Array
     return router.base + hops * (router.pipeline + router.link) + (flits - 1)
 
 
+def credit_loop(router: Router) -> Float[Array, ""]:
+    """Cycles from a flit's allocation here until its buffer slot's credit is back, as BookSim2's IQRouter
+    counts it (src/routers/iq_router.cpp, AddOutputChannel's min_latency): 1 + crossbar + link + routing
+    and allocation (together the pipeline) + the credit's channel back + credit delay; 8 between mesh
+    routers, 10 over a torus's 2-cycle channels."""
+    return 1 + router.pipeline + 2 * router.link + router.credit
+
+
 def holding_time(
     router: Router, service: Float[Array, " C"], contention: Float[Array, " C"]
 ) -> Float[Array, " C"]:
-    """Cycles a packet holds a channel: its flits, slowed to buffer / round trip flits per cycle when the
-    credit loop (flit over, through the next router, credit back) is longer than a VC's buffer; the
-    per-packet allocation overhead and, for a packet longer than the buffer, the time its tail waits behind
-    a head stalled further on (wormhole): both only where packets from different ports meet (contention)."""
-    # flit over the link, allocated and sent on (the pipeline less its traversal cycle), credit back
-    round_trip = 2 * router.link + (router.pipeline - 1) + router.credit
-    streamed = service * jnp.maximum(1.0, round_trip / router.buffer)
+    """Cycles a packet holds a channel: its flits, plus the per-packet allocation overhead and, for a
+    packet longer than a VC's buffer, the time its tail waits behind a head stalled further on (wormhole):
+    both only where packets from different ports meet (contention)."""
     strung = jnp.maximum(service - router.buffer, 0.0)
-    return streamed + (router.overhead + router.wormhole * strung) * contention
+    return service + (router.overhead + router.wormhole * strung) * contention
 
 
 def vc_turnaround(router: Router, exits: Float[Array, " C"]) -> Float[Array, " C"]:
     """Cycles an output VC stays allocated to a packet beyond its flits, as BookSim's wait_for_tail_credit
-    frees it: switch allocation and traversal here, the link, the next router's pipeline, then the tail's
-    credit back over the link after the credit delay. A channel into a terminal (share `exits` of its
-    packets leave the network at its end) has no next router: its 1-cycle channel and credit (BookSim's
-    ejection channels) after this router's pipeline."""
-    into_router = 2 * router.pipeline + 2 * router.link + router.credit
+    frees it: its credit loop (`credit_loop`) from the tail's allocation here to its credit back. A channel
+    into a terminal (share `exits` of its packets leave the network at its end) has no next router: its
+    1-cycle channel and credit (BookSim's ejection channels) after this router's pipeline."""
+    into_router = credit_loop(router)
     into_terminal = router.pipeline + 2.0
     return exits * into_terminal + (1 - exits) * into_router
 
@@ -148,13 +169,15 @@ def vc_wait(
     rate: Float[Array, " R"],
     load: Float[Array, " C"],
     class_share: Float[Array, "K C"],
-    occupancy: Float[Array, " C"],
+    occupancy: Float[Array, "*R C"],
     servers: Float[Array, " C"],
 ) -> Float[Array, "R K C"]:
     """Cycles a packet of each class waits for a free VC of its class on each channel: the M/D/c wait, taken
     as half the M/M/c (Erlang-C) wait C(c, a) x occupancy / (c - a), as M/D/1 is half M/M/1; a = rate x
-    load x class share x occupancy, the class's VCs held on average. inf where a >= c."""
-    offered = rate[:, None, None] * (load[None, :] * class_share * occupancy[None, :])[None]
+    load x class share x occupancy, the class's VCs held on average (occupancy per channel, or per rate and
+    channel). inf where a >= c."""
+    occupancy = jnp.broadcast_to(occupancy, (rate.shape[0], load.shape[0]))[:, None, :]
+    offered = rate[:, None, None] * load[None, None, :] * class_share[None] * occupancy
     servers = jnp.broadcast_to(servers, offered.shape)
     occupancy = jnp.broadcast_to(occupancy, offered.shape)
     free = offered < servers
@@ -175,6 +198,53 @@ def vc_saturation(
     return jnp.min(jnp.where(used, servers[None, :] / jnp.where(used, held, 1.0), jnp.inf))
 
 
+def downstream_wait(wait: Float[Array, "R C"], feeds: Feeds, load: Float[Array, " C"]) -> Float[Array, "R C"]:
+    """Cycles a channel's packets wait, on average, at the channel they take next: all that time they keep
+    this channel's VC, whose buffer (in the next router) holds their flits. Waits are capped at WAIT_CAP."""
+    carried = feeds.load[None, :] * jnp.minimum(wait, WAIT_CAP)[:, feeds.target]
+    total = jnp.zeros_like(wait).at[:, feeds.source].add(carried)
+    used = (load > 0)[None, :]
+    return jnp.where(used, total / jnp.where(used, load[None, :], 1.0), 0.0)
+
+
+def coupled_waits(
+    rate: Float[Array, " R"],
+    load: Float[Array, " C"],
+    service: Float[Array, " C"],
+    contention: Float[Array, " C"],
+    divergence: Float[Array, " C"],
+    exits: Float[Array, " C"],
+    class_share: Float[Array, "K C"],
+    vc_split: Float[Array, " C"],
+    router: Router,
+    feeds: Feeds | None,
+) -> tuple[Float[Array, "R C"], Float[Array, "R C"], Float[Array, "R C"]]:
+    """(wait, VC occupancy, utilization) of every channel at each rate. The wait is the M/G/1 one of the
+    packets from other ports plus, for those from the same port, the wait for a VC of their class; a VC is
+    held for the packet's holding time and turnaround and, with `feeds`, its wait downstream, which itself
+    depends on the VCs there: COUPLING_ROUNDS rounds of that fixed point, from the idle occupancy up."""
+    holding = holding_time(router, service, contention)
+    rho = rate[:, None] * (load * holding / channel_efficiency(router, divergence, exits))[None, :]
+    full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
+    contended = queueing_delay(
+        rho, full((holding * contention)[None, :]), full(router.variability), full(router.limit)
+    )
+    # packets behind one from their own port wait for a VC of their class, not for the channel
+    same_port = (class_share * (1 - contention)[None, :])[None]  # keep 0 * inf out where none waits
+    servers = vc_servers(router, vc_split)
+
+    def waits(occupancy):
+        by_class = vc_wait(rate, load, class_share, occupancy, servers)
+        return contended + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
+
+    idle = full(vc_occupancy(router, service, contention, exits)[None, :])
+    occupancy = idle
+    if feeds is not None:
+        step = lambda _, occ: idle + downstream_wait(waits(occ), feeds, load)
+        occupancy = jax.lax.fori_loop(0, COUPLING_ROUNDS, step, idle)
+    return waits(occupancy), occupancy, rho
+
+
 def saturation_rate(
     router: Router,
     load: Float[Array, " C"],
@@ -185,15 +255,41 @@ def saturation_rate(
     class_share: Float[Array, "K C"],
     vc_split: Float[Array, " C"],
     flits: Float[Array, ""],
+    feeds: Feeds | None = None,
 ) -> Float[Array, ""]:
     """Packets per node per cycle at which the busiest channel, the injection channel or some class's VCs
-    are full."""
+    are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills at a
+    rate found by bisection below the closed-form bounds; its derivative is the implicit one,
+    -(d fullness / d parameters) / (d fullness / d rate) at the root."""
     holding = holding_time(router, service, contention)
     busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
-    pool = vc_saturation(
-        load, class_share, vc_occupancy(router, service, contention, exits), vc_servers(router, vc_split)
-    )
-    return jnp.minimum(jnp.minimum(1 / busiest, 1 / flits), pool)
+    servers = vc_servers(router, vc_split)
+    pool = vc_saturation(load, class_share, vc_occupancy(router, service, contention, exits), servers)
+    bound = jnp.minimum(jnp.minimum(1 / busiest, 1 / flits), pool)
+    if feeds is None:
+        return bound
+    args = (load, service, contention, divergence, exits, class_share, vc_split, router, feeds)
+    used = (class_share > 0) & (load > 0)[None, :]
+
+    def fullness(rate):  # the fullest class's share of its VCs held, at one rate
+        occupancy = coupled_waits(rate[None], *args)[1]
+        held = rate * load[None, :] * class_share * occupancy
+        return jnp.max(jnp.where(used, held / servers[None, :], 0.0))
+
+    def halve(_, bracket):
+        low, high = bracket
+        mid = 0.5 * (low + high)
+        fits = fullness(mid) < 1
+        return jnp.where(fits, mid, low), jnp.where(fits, high, mid)
+
+    fixed = jax.lax.stop_gradient(bound)
+    low, high = jax.lax.fori_loop(0, BISECTIONS, halve, (0.0 * fixed, fixed))
+    root = jax.lax.stop_gradient(low)
+    value, slope = jax.value_and_grad(fullness)(root)
+    binds = high < fixed  # the pool filled below the bounds
+    slope = jnp.where(binds & (slope > 0), slope, 1.0)
+    coupled = root - (value - jax.lax.stop_gradient(value)) / jax.lax.stop_gradient(slope)
+    return jnp.where(binds, coupled, bound)
 
 
 def load_latency(
@@ -209,6 +305,7 @@ def load_latency(
     hops: Float[Array, ""],
     flits: Float[Array, ""],
     router: Router,
+    feeds: Feeds | None = None,
 ) -> Curve:
     """The steady state at each offered rate.
 
@@ -231,26 +328,16 @@ def load_latency(
         hops: router-to-router channels a packet crosses, averaged over packets.
         flits: flits per packet (its serialization behind the head, and its time on the injection channel).
         router: pipeline, channel and fitted queueing coefficients.
+        feeds: where each channel's packets go next (a packet keeps its VC while it waits there); None: no
+            channel's VC waits on another's.
     """
-    holding = holding_time(router, service, contention)
-    efficiency = channel_efficiency(router, divergence, exits)
-    rho = rate[:, None] * (load * holding / efficiency)[None, :]
-    full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
-    wait = queueing_delay(
-        rho, full((holding * contention)[None, :]), full(router.variability), full(router.limit)
-    )
-    # packets behind one from their own port wait for a VC of their class, not for the channel
-    occupancy = vc_occupancy(router, service, contention, exits)
-    same_port = (class_share * (1 - contention)[None, :])[None]  # keep 0 * inf out where none waits
-    by_class = vc_wait(rate, load, class_share, occupancy, vc_servers(router, vc_split))
-    wait = wait + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
+    args = (load, service, contention, divergence, exits, class_share, vc_split)
+    wait, _, rho = coupled_waits(rate, *args, router, feeds)
     used = (load > 0)[None, :]  # idle channels (padding) may wait inf: keep 0 * inf out of the sum
     network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
     source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
-    saturation = saturation_rate(
-        router, load, service, contention, divergence, exits, class_share, vc_split, flits
-    )
+    saturation = saturation_rate(router, *args, flits, feeds)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     return Curve(

@@ -112,18 +112,20 @@ def vmap_latency(
     hops,
     flits,
     router: latency.Router,
+    feeds: latency.Feeds | None = None,
 ) -> latency.Curve:
     """`kernels.latency.load_latency` on every point of a batch; traceable. An argument (or a field of
-    `router`) with one more dimension than the kernel takes varies per point, any other is shared by
-    every point (as `batch_axes` reads the engine's inputs): rate and the channel arrays take 1,
-    class_share 2 (classes x channels), nodes, hops, flits and the router's fields 0. The Curve's fields
-    gain a leading batch axis."""
+    `router` or `feeds`) with one more dimension than the kernel takes varies per point, any other is
+    shared by every point (as `batch_axes` reads the engine's inputs): rate, the channel arrays and the
+    feeds' fields take 1, class_share 2 (classes x channels), nodes, hops, flits and the router's fields
+    0. The Curve's fields gain a leading batch axis."""
     args = (rate, load, service, contention, divergence, exits, class_share, vc_split, nodes, hops, flits)
     axes = [_axis(x, ndim, name) for x, (name, ndim) in zip(args, _LATENCY_NDIM.items(), strict=True)]
-    router_axes = jax.tree_util.tree_map_with_path(
-        lambda path, x: _axis(x, 0, "router" + jax.tree_util.keystr(path)), router
+    leaf_axes = lambda tree, ndim, name: jax.tree_util.tree_map_with_path(
+        lambda path, x: _axis(x, ndim, name + jax.tree_util.keystr(path)), tree
     )
-    return jax.vmap(latency.load_latency, in_axes=(*axes, router_axes))(*args, router)
+    in_axes = (*axes, leaf_axes(router, 0, "router"), leaf_axes(feeds, 1, "feeds"))
+    return jax.vmap(latency.load_latency, in_axes=in_axes)(*args, router, feeds)
 
 
 def jvp_columns(fn: Callable, x: jax.Array, tangents: jax.Array):

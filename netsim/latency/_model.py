@@ -16,7 +16,7 @@ import numpy as np
 
 from .._errors import ScenarioError
 from .._runner import vmap_latency
-from ..kernels.latency import Curve, Router
+from ..kernels.latency import Curve, Feeds, Router
 from ._shapes import Cube, parse_shape
 from ._traffic import traffic_matrix
 
@@ -38,6 +38,7 @@ class Load:
     nodes: int
     hops: float  # router-to-router channels per packet, averaged
     channel_names: tuple[str, ...]
+    feeds: Feeds  # where each channel's packets go next
     #: cycles per router-to-router channel when the shape fixes it (None: the router's)
     link: float | None = None
     #: time a packet holds each channel, when not its flits (links of unequal speed)
@@ -48,6 +49,7 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     """The loads of a BookSim pattern on a k-ary n-cube with dimension-order routing."""
     traffic = traffic_matrix(pattern, cube.k, cube.n, **pattern_args)
     load, inputs, wrapping = cube.channel_load(traffic)
+    feeds = channel_feeds(inputs, cube.upstream())
     names = tuple(cube.channel_name(c) for c in range(cube.channels)) + tuple(
         f"eject{i}" for i in range(cube.nodes)
     )
@@ -81,8 +83,16 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
         cube.nodes,
         cube.mean_hops(traffic),
         names,
+        feeds,
         cube.link_cycles,
     )
+
+
+def channel_feeds(inputs: np.ndarray, upstream: np.ndarray) -> Feeds:
+    """Feeds from inputs[c, p] (the load entering channel c's router by port p) and upstream[c, p] (the
+    channel that port p of c's router is the end of; -1: none, as a node's own injection)."""
+    target, port = np.nonzero((inputs > 0) & (upstream >= 0))
+    return Feeds(upstream[target, port], target, inputs[target, port])
 
 
 def port_mix(
@@ -152,6 +162,11 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         exits[i, : x.load.size] = x.exits
         share[i, : x.class_share.shape[0], : x.load.size] = x.class_share
         split[i, : x.load.size] = x.vc_split
+    # feeds padded to the most entries with entries that carry nothing
+    entries = max(1, max(x.feeds.load.size for x in loads))
+    feeds = jax.tree.map(
+        lambda *a: np.stack([np.pad(x, (0, entries - x.size)) for x in a]), *(x.feeds for x in loads)
+    )
     # the shape's cycles per router-to-router channel where it fixes them, else the router's
     routers = [
         r if x.link is None else eqx.tree_at(lambda t: t.link, r, np.float64(x.link))
@@ -172,4 +187,5 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         np.array([x.hops for x in loads]),
         flits,
         stacked,
+        feeds,
     )

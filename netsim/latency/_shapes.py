@@ -116,6 +116,21 @@ class Cube:
         inputs = inputs.reshape(-1, ports)
         return inputs.sum(axis=1), inputs, wrapping
 
+    def upstream(self) -> np.ndarray:
+        """[channels + nodes, 2n + 1]: the channel a packet entering each channel's router by each port
+        (as `channel_load`'s inputs) arrived on; -1 for the injection port and a mesh's missing edges."""
+        k, n = self.k, self.n
+        router = np.concatenate([np.arange(self.channels) // (2 * n), np.arange(self.nodes)])
+        out = np.full((router.size, 2 * n + 1), -1)
+        for dim in range(n):
+            x = (router // k**dim) % k
+            for direction in (0, 1):  # arrived moving +1 (from x - 1) or -1 (from x + 1)
+                before = x - 1 + 2 * direction
+                there = (before >= 0) & (before < k) if not self.torus else np.ones(router.size, bool)
+                prev = router + (before % k - x) * k**dim
+                out[:, 2 * dim + direction] = np.where(there, (prev * n + dim) * 2 + direction, -1)
+        return out
+
     def mean_hops(self, traffic: np.ndarray) -> float:
         """Router-to-router hops averaged over packets (BookSim's "Hops average" counts one more: the
         ejecting router)."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._errors import ScenarioError
 from ..topology import Topology
-from ._model import Load, port_mix
+from ._model import Load, channel_feeds, port_mix
 
 
 def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name: str = "") -> Load:
@@ -60,4 +60,6 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
         len(sources),
         hops / total,
         tuple(links),
+        # port p < len(links) is the end of link p; the last port is injection
+        channel_feeds(inputs, np.r_[np.arange(len(links)), -1][None, :].repeat(len(links), axis=0)),
     )

@@ -88,10 +88,11 @@ def test_wait_is_bounded_by_the_buffer_and_cross_port_share():
 
 @pytest.mark.parametrize("exits, link", [(0.0, 1.0), (0.0, 2.0), (1.0, 2.0), (0.25, 1.0)])
 def test_head_of_line_loss_by_hand(exits, link):
-    # a VC stays allocated to a packet: into the next router 2 pipelines + link and credit back + credit
-    # delay = 2*3 + 2*link + 2 cycles; into a terminal this router's pipeline + 1-cycle channel and credit
+    # a VC stays allocated to a packet for BookSim's credit loop into the next router: 1 + pipeline +
+    # link + credit's link back + credit delay = 1 + 3 + 2*link + 2 cycles; into a terminal this router's
+    # pipeline + 1-cycle channel and credit
     r = _router(blocking=0.05, vcs=4.0, link=link)
-    turnaround = exits * (3 + 2) + (1 - exits) * (2 * 3 + 2 * link + 2)
+    turnaround = exits * (3 + 2) + (1 - exits) * (1 + 3 + 2 * link + 2)
     efficiency = 1 / (1 + 0.05 * 0.4 * turnaround / 4)
     out = _latency(
         jnp.asarray([0.01]),
@@ -216,3 +217,71 @@ def test_vc_wait_derivatives_match_finite_differences():
         fd = (total(p.at[i].add(h)) - total(p.at[i].add(-h))) / (2 * h)
         np.testing.assert_allclose(grad[i], fd, rtol=1e-6)
     assert np.all(np.asarray(grad) > 0)  # more traffic or longer holding: longer waits
+
+
+def _tandem(rate, router, feeds):
+    # channel 0 (one port, no M/G/1 wait, a VC pool) feeds channel 1 (an ejection channel with no VC
+    # class: a plain queue) with all its packets; channel 1 takes as many again from another port
+    # (contention 0.5), so packets wait there while they keep a VC of channel 0
+    return _latency(
+        jnp.asarray(rate),
+        jnp.asarray([1.0, 2.0]),
+        jnp.asarray([4.0, 4.0]),
+        jnp.asarray([0.0, 0.5]),
+        jnp.zeros(2),
+        jnp.asarray([0.0, 1.0]),
+        jnp.asarray([[1.0, 0.0]]),
+        jnp.ones(2),
+        jnp.asarray(2.0),
+        jnp.asarray(1.0),
+        jnp.asarray(4.0),
+        router,
+        feeds,
+    )
+
+
+def test_a_vc_is_held_while_its_packet_waits_downstream():
+    from netsim.kernels.latency import Feeds
+
+    feeds = Feeds(jnp.asarray([0]), jnp.asarray([1]), jnp.asarray([1.0]))
+    r = _router(vcs=2.0)
+    rates = np.array([0.02, 0.05, 0.08])
+    alone, coupled = _tandem(rates, r, None), _tandem(rates, r, feeds)
+    # channel 1 is an M/D/1 queue for the half of its packets from the other port: its wait does not
+    # depend on the coupling; channel 0's VCs (2, fed by one port) are held 4 flits + 10 turnaround cycles
+    # idle, plus channel 1's wait with the coupling
+    np.testing.assert_allclose(coupled.wait[:, 1], alone.wait[:, 1], rtol=1e-12)
+    rho1 = rates * 2.0 * 4.0
+    wait1 = 0.5 * rho1 * 4.0 / (2 * (1 - rho1))
+    np.testing.assert_allclose(alone.wait[:, 1], wait1, rtol=1e-12)
+    occupancy = 4.0 + (1 + 3 + 2 * 1 + 2) + wait1
+    servers, a = 2, rates * occupancy
+    want = [
+        0.5 * _erlang_c_by_its_sum(servers, x) * o / (servers - x) for x, o in zip(a, occupancy, strict=True)
+    ]
+    np.testing.assert_allclose(coupled.wait[:, 0], want, rtol=1e-9)
+    # the pool of channel 0 fills where rate x (12 + wait1(rate)) = 2, below the closed-form bounds (its
+    # pool 2 / 12 without the coupling, channel 1 at 1 / 8)
+    s = float(coupled.saturation)
+    rho = s * 8.0
+    assert s * (12.0 + 0.5 * rho * 4.0 / (2 * (1 - rho))) == pytest.approx(2.0, rel=1e-9)
+    assert s < float(alone.saturation) == pytest.approx(1 / 8, rel=1e-12)
+    assert np.isinf(_tandem(np.array([s * 1.001]), r, feeds).latency[0])
+
+
+def test_coupled_saturation_derivatives_match_finite_differences():
+    from netsim.kernels.latency import Feeds
+
+    feeds = Feeds(jnp.asarray([0]), jnp.asarray([1]), jnp.asarray([1.0]))
+
+    def saturation(p):
+        r = _router(vcs=2.0, variability=p[0], pipeline=p[1])
+        return _tandem(jnp.asarray([0.01]), r, feeds).saturation
+
+    p = jnp.asarray([0.3, 3.0])
+    grad = jax.grad(saturation)(p)
+    for i in range(p.size):
+        h = 1e-6
+        fd = (saturation(p.at[i].add(h)) - saturation(p.at[i].add(-h))) / (2 * h)
+        np.testing.assert_allclose(grad[i], fd, rtol=1e-5)
+    assert np.all(np.asarray(grad) < 0)  # more variable or longer holding: the pool fills sooner
