@@ -245,6 +245,44 @@ def coupled_waits(
     return waits(occupancy), occupancy, rho
 
 
+def vc_fullness(rate: Float[Array, ""], args: tuple) -> Float[Array, ""]:
+    """The fullest VC class's share of its VCs held at one rate, with the waits downstream (`args`: those of
+    `coupled_waits` after rate)."""
+    load, _, _, _, _, class_share, vc_split, router, _ = args
+    occupancy = coupled_waits(rate[None], *args)[1]
+    used = (class_share > 0) & (load > 0)[None, :]
+    held = rate * load[None, :] * class_share * occupancy
+    return jnp.max(jnp.where(used, held / vc_servers(router, vc_split)[None, :], 0.0))
+
+
+@jax.custom_jvp
+def coupled_saturation(bound: Float[Array, ""], args: tuple) -> Float[Array, ""]:
+    """The rate in (0, bound] at which some class's VCs are all held (`vc_fullness` reaches 1), by bisection;
+    `bound` where none fill below it. Its derivative is the implicit one, -(d fullness / d args) / (d
+    fullness / d rate) at the root, traced only when differentiated."""
+
+    def halve(_, bracket):
+        low, high = bracket
+        mid = 0.5 * (low + high)
+        fits = vc_fullness(mid, args) < 1
+        return jnp.where(fits, mid, low), jnp.where(fits, high, mid)
+
+    low, high = jax.lax.fori_loop(0, BISECTIONS, halve, (0.0 * bound, bound))
+    return jnp.where(high < bound, low, bound)
+
+
+@coupled_saturation.defjvp
+def _coupled_saturation_jvp(primals, tangents):
+    bound, args = primals
+    bound_dot, args_dot = tangents
+    root = coupled_saturation(bound, args)
+    binds = root < bound
+    fullness_dot = jax.jvp(lambda a: vc_fullness(root, a), (args,), (args_dot,))[1]
+    slope = jax.grad(vc_fullness)(root, args)
+    slope = jnp.where(binds & (slope > 0), slope, 1.0)
+    return root, jnp.where(binds, -fullness_dot / slope, bound_dot)
+
+
 def saturation_rate(
     router: Router,
     load: Float[Array, " C"],
@@ -258,9 +296,8 @@ def saturation_rate(
     feeds: Feeds | None = None,
 ) -> Float[Array, ""]:
     """Packets per node per cycle at which the busiest channel, the injection channel or some class's VCs
-    are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills at a
-    rate found by bisection below the closed-form bounds; its derivative is the implicit one,
-    -(d fullness / d parameters) / (d fullness / d rate) at the root."""
+    are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills below
+    those closed-form bounds (`coupled_saturation`)."""
     holding = holding_time(router, service, contention)
     busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
     servers = vc_servers(router, vc_split)
@@ -269,27 +306,7 @@ def saturation_rate(
     if feeds is None:
         return bound
     args = (load, service, contention, divergence, exits, class_share, vc_split, router, feeds)
-    used = (class_share > 0) & (load > 0)[None, :]
-
-    def fullness(rate):  # the fullest class's share of its VCs held, at one rate
-        occupancy = coupled_waits(rate[None], *args)[1]
-        held = rate * load[None, :] * class_share * occupancy
-        return jnp.max(jnp.where(used, held / servers[None, :], 0.0))
-
-    def halve(_, bracket):
-        low, high = bracket
-        mid = 0.5 * (low + high)
-        fits = fullness(mid) < 1
-        return jnp.where(fits, mid, low), jnp.where(fits, high, mid)
-
-    fixed = jax.lax.stop_gradient(bound)
-    low, high = jax.lax.fori_loop(0, BISECTIONS, halve, (0.0 * fixed, fixed))
-    root = jax.lax.stop_gradient(low)
-    value, slope = jax.value_and_grad(fullness)(root)
-    binds = high < fixed  # the pool filled below the bounds
-    slope = jnp.where(binds & (slope > 0), slope, 1.0)
-    coupled = root - (value - jax.lax.stop_gradient(value)) / jax.lax.stop_gradient(slope)
-    return jnp.where(binds, coupled, bound)
+    return coupled_saturation(bound, args)
 
 
 def load_latency(
