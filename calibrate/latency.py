@@ -20,12 +20,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.kernels.latency import Feeds, Router
+from netsim.kernels.latency import Router
 
 import netsim
 from netsim.checks import write_atomic
 from netsim.data import DATA_DIR
-from netsim.latency import Load, shape_load
+from netsim.latency import Load, shape_load, stack_feeds
 
 #: curves the coefficients are fitted on: two sizes, three packet sizes, two VC counts, uniform traffic
 TRAIN = (
@@ -120,15 +120,10 @@ def _pack(curves: list[Curve]):
         vcs=np.array([float(c.num_vcs) for c in curves]),
         buffer=np.array([float(c.vc_buf_size) for c in curves]),
     )
-    entries = max(x.feeds.load.size for x in loads)
-    feeds = {  # padding entries carry nothing
-        f: np.stack([pad(getattr(x.feeds, f), entries) for x in loads]).astype(int if f != "load" else float)
-        for f in ("source", "target", "load")
-    }
     target = np.stack([pad(c.latency, n_rates, 1.0) for c in curves])
     mask = np.stack([pad(c.scored.astype(float), n_rates) for c in curves])
     batch = {k: jnp.asarray(v) for k, v in batch.items()}
-    batch["feeds"] = Feeds(**{k: jnp.asarray(v) for k, v in feeds.items()})
+    batch["feeds"] = jax.tree.map(jnp.asarray, stack_feeds(loads))
     return batch, jnp.asarray(target), jnp.asarray(mask)
 
 

@@ -95,6 +95,14 @@ def channel_feeds(inputs: np.ndarray, upstream: np.ndarray) -> Feeds:
     return Feeds(upstream[target, port], target, inputs[target, port])
 
 
+def stack_feeds(loads: list[Load]) -> Feeds:
+    """The loads' feeds stacked for one batched call, padded to the most entries (at least 1) with entries
+    that carry nothing."""
+    entries = max(1, max(x.feeds.load.size for x in loads))
+    pad = lambda *a: np.stack([np.pad(x, (0, entries - x.size)) for x in a])
+    return jax.tree.map(pad, *(x.feeds for x in loads))
+
+
 def port_mix(
     load: np.ndarray, inputs: np.ndarray, router: np.ndarray, random_port: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -162,11 +170,6 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         exits[i, : x.load.size] = x.exits
         share[i, : x.class_share.shape[0], : x.load.size] = x.class_share
         split[i, : x.load.size] = x.vc_split
-    # feeds padded to the most entries with entries that carry nothing
-    entries = max(1, max(x.feeds.load.size for x in loads))
-    feeds = jax.tree.map(
-        lambda *a: np.stack([np.pad(x, (0, entries - x.size)) for x in a]), *(x.feeds for x in loads)
-    )
     # the shape's cycles per router-to-router channel where it fixes them, else the router's
     routers = [
         r if x.link is None else eqx.tree_at(lambda t: t.link, r, np.float64(x.link))
@@ -187,5 +190,5 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         np.array([x.hops for x in loads]),
         flits,
         stacked,
-        feeds,
+        stack_feeds(loads),
     )

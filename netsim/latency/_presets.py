@@ -77,9 +77,9 @@ def _check_clock(clock_hz) -> float | None:
 
 def booksim(vcs: int | None = None, buffer: int | None = None, clock_hz: float | None = None) -> RouterPreset:
     """BookSim2's mesh88_lat router with the fitted queueing coefficients; `vcs`/`buffer` (flits per VC) as
-    BookSim's num_vcs / vc_buf_size (fitted at 8 x 8 and 4 x 8; checked against BookSim2 at 2, 4 and 16 VCs
-    and 4-flit buffers, docs/latency.md). BookSim2 counts cycles and has no clock, so neither has the preset: `clock_hz`, the
-    clock of the router being modelled, turns its cycles into seconds."""
+    BookSim's num_vcs / vc_buf_size (fitted at 8 x 8 and 4 x 8; checked against BookSim2 at 2, 4 and 16
+    VCs and 4-flit buffers, docs/latency.md). BookSim2 counts cycles and has no clock, so neither has the
+    preset: `clock_hz`, the clock of the router being modelled, turns its cycles into seconds."""
     fit = _fitted()["parameters"]
     for field, value in (("vcs", vcs), ("buffer", buffer)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):

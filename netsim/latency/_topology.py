@@ -61,5 +61,5 @@ def topology_load(topo: Topology, traffic: Mapping[tuple[str, str], float], name
         hops / total,
         tuple(links),
         # port p < len(links) is the end of link p; the last port is injection
-        channel_feeds(inputs, np.r_[np.arange(len(links)), -1][None, :].repeat(len(links), axis=0)),
+        channel_feeds(inputs, np.broadcast_to(np.r_[np.arange(len(links)), -1], inputs.shape)),
     )
