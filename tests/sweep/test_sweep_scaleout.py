@@ -28,7 +28,8 @@ def _env(**extra):
 
 def test_four_local_devices_match_one(tmp_path):
     path = tmp_path / "four.h5"
-    env = _env(XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    # the tests' own XLA flags kept (tests/conftest.py): the single-device answers below are computed under them
+    env = _env(XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4")
     proc = subprocess.run(
         [sys.executable, "-c", PRELUDE + "sweep_cases.sharded_run(sys.argv[1])", str(path)],
         env=env,
