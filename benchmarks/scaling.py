@@ -50,7 +50,7 @@ def one(topology: str, n_flows: int, tolerance: float, out: str) -> None:
 
         scenario = leaf_spine_scenario(n_flows)
     t_built = time.perf_counter()
-    result = netsim.simulate(scenario, tolerance=tolerance)
+    result = netsim.simulate(scenario, tolerance=tolerance, progress=True)  # life on long cases (stderr)
     wall = time.perf_counter() - t0
     np.save(out + ".npy", result.flow_finish)
     figures = {

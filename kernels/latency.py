@@ -27,7 +27,8 @@ latency, creation to tail ejection, is
       packet's class (`vc_wait`): Erlang-C over the class's VCs, each held for the packet's holding time,
       the VC's turnaround and the packet's wait at the channel it takes next (its flits sit in the next
       router's buffer, the VC's, until it moves on): a fixed point between occupancies and waits
-      (`coupled_waits`, given where each channel's packets go next: `Feeds`)
+      (`coupled_waits`, given where each channel's packets go next: `Feeds`); those packets come spaced by
+      the channel before, so their wait is scaled by their arrivals' variability (`arrival_variability`)
 
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
 does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / flits), or where
@@ -207,6 +208,27 @@ def downstream_wait(wait: Float[Array, "R C"], feeds: Feeds, load: Float[Array, 
     return jnp.where(used, total / jnp.where(used, load[None, :], 1.0), 0.0)
 
 
+def arrival_variability(
+    rate: Float[Array, " R"],
+    load: Float[Array, " C"],
+    service: Float[Array, " C"],
+    rho: Float[Array, "R C"],
+    feeds: Feeds,
+) -> Float[Array, "R C"]:
+    """Squared coefficient of variation of the packets arriving at each channel by one port: they left the
+    channel before it (or the node's injection channel), a queue with fixed service times fed at random,
+    whose departures have 1 - rho^2 (Whitt's linking equation with deterministic service): the busier
+    that channel, the more evenly it spaces them. Averaged over where the channel's packets come from;
+    the injection channel's utilization taken as rate x the packet's time here."""
+    busy = jnp.minimum(rho, 1.0)
+    fed = jnp.zeros_like(load).at[feeds.target].add(feeds.load)
+    upstream = jnp.zeros_like(rho).at[:, feeds.target].add(feeds.load[None, :] * busy[:, feeds.source])
+    injected = jnp.maximum(load - fed, 0.0)[None, :] * jnp.minimum(rate[:, None] * service[None, :], 1.0)
+    used = (load > 0)[None, :]
+    before = jnp.where(used, (upstream + injected) / jnp.where(used, load[None, :], 1.0), 0.0)
+    return 1 - before**2
+
+
 def coupled_waits(
     rate: Float[Array, " R"],
     load: Float[Array, " C"],
@@ -232,9 +254,13 @@ def coupled_waits(
     # packets behind one from their own port wait for a VC of their class, not for the channel
     same_port = (class_share * (1 - contention)[None, :])[None]  # keep 0 * inf out where none waits
     servers = vc_servers(router, vc_split)
+    # vc_wait's M/D/c wait assumes random arrivals; those from one port come spaced by the channel before
+    spaced = 1.0 if feeds is None else arrival_variability(rate, load, service, rho, feeds)[:, None, :]
 
     def waits(occupancy):
         by_class = vc_wait(rate, load, class_share, occupancy, servers)
+        finite = jnp.isfinite(by_class)  # inf where the pool is full: keep 0 * inf out
+        by_class = jnp.where(finite, jnp.where(finite, by_class, 0.0) * spaced, jnp.inf)
         return contended + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
 
     idle = full(vc_occupancy(router, service, contention, exits)[None, :])
@@ -335,7 +361,8 @@ def load_latency(
             one port were already spaced by the channel before, and never wait for each other.
         divergence: the chance that a packet on the channel shares its input port with packets bound for other
             outputs (sum over ports of the port's share of the channel times the share of the port's packets
-            that leave by another output): those block it at the head of the queue.
+            that leave by another output, netsim.latency weighting each output by how busy it is): those
+            block it at the head of the queue.
         exits: the share of the channel's packets that leave the network at its end (1 on ejection
             channels, 0 between routers).
         class_share: the share of the channel's packets in each of K VC classes (a torus's dateline

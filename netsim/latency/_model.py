@@ -31,7 +31,7 @@ class Load:
     name: str
     load: np.ndarray  # packets per cycle per unit rate
     contention: np.ndarray  # 1 - sum over input ports of their share squared (see kernels.latency)
-    divergence: np.ndarray  # head-of-line exposure at the channel's inputs (see kernels.latency)
+    divergence: np.ndarray  # head-of-line exposure at the channel's inputs (see port_mix, kernels.latency)
     exits: np.ndarray  # share of the channel's packets that leave the network at its end
     class_share: np.ndarray  # [classes, channels]: share of each channel's packets in each VC class
     vc_split: np.ndarray  # classes each channel's VCs are divided among (a class uses vcs / vc_split)
@@ -107,20 +107,26 @@ def port_mix(
     load: np.ndarray, inputs: np.ndarray, router: np.ndarray, random_port: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(contention, divergence) of each channel from inputs[c, p], the load entering channel c's router
-    (router[c]) by port p: contention 1 - sum_p share_p**2, divergence sum_p share_p * (1 - the part of port
-    p's packets at that router that leave by c). Idle channels get 0. random_port: a port whose packets
-    arrive at random (a node serving many requesters, not smoothed by a channel before): its packets
-    contend with each other too, so its share leaves the sum of squares."""
-    safe = np.where(load > 0, load, 1.0)[:, None]
-    share = np.where(load[:, None] > 0, inputs / safe, 0.0)
+    (router[c]) by port p: contention 1 - sum_p share_p**2; divergence sum_p share_p * (the part of port
+    p's packets at that router that leave by another output o, each weighted by how busy o is at
+    saturation, load[o] / max(load)): a packet bound for a lightly used output rarely waits at the head of
+    the queue, so it rarely blocks the packets behind it. Idle channels get 0. random_port: a port whose
+    packets arrive at random (a node serving many requesters, not smoothed by a channel before): its
+    packets contend with each other too, so its share leaves the sum of squares."""
+    used = load > 0
+    share = np.where(used[:, None], inputs / np.where(used, load, 1.0)[:, None], 0.0)
+    busy = load / load.max()
     port_total = np.zeros((router.max() + 1, inputs.shape[1]))
     np.add.at(port_total, router, inputs)
+    busy_total = np.zeros_like(
+        port_total
+    )  # per router and port: the port's load weighted by its outputs' busyness
+    np.add.at(busy_total, router, inputs * busy[:, None])
     through = port_total[router]
-    stay = np.where(through > 0, inputs / np.where(through > 0, through, 1.0), 0.0)
-    used = load > 0
+    elsewhere = (busy_total[router] - inputs * busy[:, None]) / np.where(through > 0, through, 1.0)
     smooth = share if random_port is None else np.delete(share, random_port, axis=1)
     return np.where(used, 1 - (smooth**2).sum(axis=1), 0.0), np.where(
-        used, (share * (1 - stay)).sum(axis=1), 0.0
+        used, (share * elsewhere).sum(axis=1), 0.0
     )
 
 

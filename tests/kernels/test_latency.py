@@ -249,7 +249,8 @@ def test_a_vc_is_held_while_its_packet_waits_downstream():
     alone, coupled = _tandem(rates, r, None), _tandem(rates, r, feeds)
     # channel 1 is an M/D/1 queue for the half of its packets from the other port: its wait does not
     # depend on the coupling; channel 0's VCs (2, fed by one port) are held 4 flits + 10 turnaround cycles
-    # idle, plus channel 1's wait with the coupling
+    # idle, plus channel 1's wait with the coupling; channel 0's packets come from the node's injection
+    # channel (busy 4 x rate), spaced by it: the M/D/c wait x their arrivals' variability 1 - (4 rate)^2
     np.testing.assert_allclose(coupled.wait[:, 1], alone.wait[:, 1], rtol=1e-12)
     rho1 = rates * 2.0 * 4.0
     wait1 = 0.5 * rho1 * 4.0 / (2 * (1 - rho1))
@@ -257,7 +258,8 @@ def test_a_vc_is_held_while_its_packet_waits_downstream():
     occupancy = 4.0 + (1 + 3 + 2 * 1 + 2) + wait1
     servers, a = 2, rates * occupancy
     want = [
-        0.5 * _erlang_c_by_its_sum(servers, x) * o / (servers - x) for x, o in zip(a, occupancy, strict=True)
+        0.5 * _erlang_c_by_its_sum(servers, x) * o / (servers - x) * (1 - (4 * r) ** 2)
+        for x, o, r in zip(a, occupancy, rates, strict=True)
     ]
     np.testing.assert_allclose(coupled.wait[:, 0], want, rtol=1e-9)
     # the pool of channel 0 fills where rate x (12 + wait1(rate)) = 2, below the closed-form bounds (its
@@ -267,6 +269,23 @@ def test_a_vc_is_held_while_its_packet_waits_downstream():
     assert s * (12.0 + 0.5 * rho * 4.0 / (2 * (1 - rho))) == pytest.approx(2.0, rel=1e-9)
     assert s < float(alone.saturation) == pytest.approx(1 / 8, rel=1e-12)
     assert np.isinf(_tandem(np.array([s * 1.001]), r, feeds).latency[0])
+
+
+def test_arrivals_from_a_busy_channel_are_spaced():
+    # channel 1 takes 1/4 of its packets from channel 0 (busy rho0), the rest from its node's injection
+    # channel (busy rate x 4 flits): their mean busyness b gives the arrivals' variability 1 - b^2 (Whitt:
+    # departures of a queue with fixed service times fed at random)
+    from netsim.kernels.latency import Feeds, arrival_variability
+
+    rate = jnp.asarray([0.01, 0.1])
+    load, service = jnp.asarray([1.0, 4.0]), jnp.asarray([4.0, 4.0])
+    rho = jnp.asarray([[0.3, 0.5], [0.9, 1.7]])  # the second row past saturation: busy at most 1
+    feeds = Feeds(jnp.asarray([0]), jnp.asarray([1]), jnp.asarray([1.0]))
+    got = np.asarray(arrival_variability(rate, load, service, rho, feeds))
+    injected = np.minimum(np.asarray(rate) * 4.0, 1.0)
+    np.testing.assert_allclose(got[:, 0], 1 - injected**2, rtol=1e-12)  # channel 0: injected only
+    busy = (1.0 * np.array([0.3, 0.9]) + 3.0 * injected) / 4.0
+    np.testing.assert_allclose(got[:, 1], 1 - busy**2, rtol=1e-12)
 
 
 def test_coupled_saturation_derivatives_match_finite_differences():
