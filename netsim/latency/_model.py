@@ -115,12 +115,11 @@ def port_mix(
     packets contend with each other too, so its share leaves the sum of squares."""
     used = load > 0
     share = np.where(used[:, None], inputs / np.where(used, load, 1.0)[:, None], 0.0)
-    busy = load / load.max()
+    busy = load / max(load.max(), np.finfo(float).tiny)  # no traffic at all: every channel idle
     port_total = np.zeros((router.max() + 1, inputs.shape[1]))
     np.add.at(port_total, router, inputs)
-    busy_total = np.zeros_like(
-        port_total
-    )  # per router and port: the port's load weighted by its outputs' busyness
+    # per router and port: the port's load, each output's part weighted by that output's busyness
+    busy_total = np.zeros_like(port_total)
     np.add.at(busy_total, router, inputs * busy[:, None])
     through = port_total[router]
     elsewhere = (busy_total[router] - inputs * busy[:, None]) / np.where(through > 0, through, 1.0)
