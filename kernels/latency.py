@@ -172,10 +172,12 @@ def vc_wait(
     class_share: Float[Array, "K C"],
     occupancy: Float[Array, "*R C"],
     servers: Float[Array, " C"],
+    arrivals: Float[ArrayLike, "*R C"] | float = 1.0,
 ) -> Float[Array, "R K C"]:
     """Cycles a packet of each class waits for a free VC of its class on each channel: the M/D/c wait, taken
-    as half the M/M/c (Erlang-C) wait C(c, a) x occupancy / (c - a), as M/D/1 is half M/M/1; a = rate x
-    load x class share x occupancy, the class's VCs held on average (occupancy per channel, or per rate and
+    as half the M/M/c (Erlang-C) wait C(c, a) x occupancy / (c - a), as M/D/1 is half M/M/1, times the
+    arrivals' squared coefficient of variation (Allen-Cunneen; 1: random arrivals); a = rate x load x class
+    share x occupancy, the class's VCs held on average (occupancy and arrivals per channel, or per rate and
     channel). inf where a >= c."""
     occupancy = jnp.broadcast_to(occupancy, (rate.shape[0], load.shape[0]))[:, None, :]
     offered = rate[:, None, None] * load[None, None, :] * class_share[None] * occupancy
@@ -184,7 +186,9 @@ def vc_wait(
     free = offered < servers
     safe = jnp.where(free, offered, 0.0)
     wait = 0.5 * erlang_c(servers, safe) * occupancy / (servers - safe)
-    return jnp.where(free, wait, jnp.inf)
+    return jnp.where(
+        free, wait * jnp.broadcast_to(arrivals, (rate.shape[0], load.shape[0]))[:, None, :], jnp.inf
+    )
 
 
 def vc_saturation(
@@ -254,13 +258,11 @@ def coupled_waits(
     # packets behind one from their own port wait for a VC of their class, not for the channel
     same_port = (class_share * (1 - contention)[None, :])[None]  # keep 0 * inf out where none waits
     servers = vc_servers(router, vc_split)
-    # vc_wait's M/D/c wait assumes random arrivals; those from one port come spaced by the channel before
-    spaced = 1.0 if feeds is None else arrival_variability(rate, load, service, rho, feeds)[:, None, :]
+    # packets from one port come spaced by the channel before (random arrivals without feeds to say which)
+    spaced = 1.0 if feeds is None else arrival_variability(rate, load, service, rho, feeds)
 
     def waits(occupancy):
-        by_class = vc_wait(rate, load, class_share, occupancy, servers)
-        finite = jnp.isfinite(by_class)  # inf where the pool is full: keep 0 * inf out
-        by_class = jnp.where(finite, jnp.where(finite, by_class, 0.0) * spaced, jnp.inf)
+        by_class = vc_wait(rate, load, class_share, occupancy, servers, spaced)
         return contended + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
 
     idle = full(vc_occupancy(router, service, contention, exits)[None, :])
