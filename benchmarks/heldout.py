@@ -293,6 +293,11 @@ def errors(theta, d: Data) -> np.ndarray:
     return d.bandwidth(predict(theta, d)) / d.bandwidth(d.measured) - 1
 
 
+def errors_of(theta, datasets) -> np.ndarray:
+    """`errors` of several datasets, one after the other."""
+    return np.concatenate([errors(theta, d) for d in datasets])
+
+
 # --- measured data as scenarios -----------------------------------------------------------------------
 
 
@@ -328,6 +333,15 @@ def matrix_data(name, topo, values, kind, transport, *, rows=None, extra=()) -> 
         fixed=transport == "plain",
         staged=transport == "staged",
     )
+
+
+#: the two p2pBandwidthLatencyTest bandwidth matrices of a trace
+KINDS = ("unidirectional", "bidirectional")
+
+
+def matrices(name, topo, tr, p2p, transport) -> list[Data]:
+    """`matrix_data` of both KINDS of `tr`'s P2P-on or P2P-off matrices, named f"{name} {kind}"."""
+    return [matrix_data(f"{name} {k}", topo, tr.matrix(k, p2p=p2p).values, k, transport) for k in KINDS]
 
 
 def allreduce_data(name, topo, ranks, sizes, times, transport, *, host=None) -> Data:
@@ -400,10 +414,7 @@ def m01():
         trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_on.txt"),
         trace("m01_8x4090_2xEPYC7542_p2pBandwidthLatency_p2p_off.txt"),
     )
-    copies_on = [
-        matrix_data(f"m01 on {k}", topo, on.matrix(k, p2p=True).values, k, "p2p")
-        for k in ("unidirectional", "bidirectional")
-    ]
+    copies_on = matrices("m01 on", topo, on, True, "p2p")
     log("m01: fit links on the P2P-on matrices")
     theta = fit(initial(), ("pcie", "socket", "socket duplex"), copies_on)
     off_uni = matrix_data(
@@ -422,35 +433,29 @@ def m01():
     fits = [
         fit(start, ("staging", "staged inflation"), [off_uni, off_bi], steps=300) for start in (theta, second)
     ]
-    k = int(np.argmin([np.mean(np.r_[errors(th, off_uni), errors(th, off_bi)] ** 2) for th in fits]))
+    k = int(np.argmin([np.mean(errors_of(th, [off_uni, off_bi]) ** 2) for th in fits]))
     log(f"m01: the start at {'e = 0.75' if k else 'the P2P-on fit'} fits better; kept")
     theta = fits[k]
     del FITTED[len(FITTED) - 1 - k]  # the other start's record
     plain_off = netsim.topology.preset("rtx4090-8x-epyc7542", p2p=False)
-    base = [
-        matrix_data(f"m01 plain {k}", plain_off, off.matrix(k, p2p=False).values, k, "plain")
-        for k in ("unidirectional", "bidirectional")
-    ]
+    base = matrices("m01 plain", plain_off, off, False, "plain")
     row(
         "m01 copies",
         "P2P-on uni+bi",
         "-",
-        np.r_[errors(theta, copies_on[0]), errors(theta, copies_on[1])],
+        errors_of(theta, copies_on),
         [],
         None,
     )
     # the P2P-on file's P2P=Disabled matrices: the same copies measured again under the P2P driver
-    again = [
-        matrix_data(f"m01 off again {k}", topo, on.matrix(k, p2p=False).values, k, "staged")
-        for k in ("unidirectional", "bidirectional")
-    ]
+    again = matrices("m01 off again", topo, on, False, "staged")
     row(
         "m01 staged copies",
         "P2P-off uni+bi",
         "P2P-off uni+bi, 2nd run (P2P driver)",
-        np.r_[errors(theta, off_uni), errors(theta, off_bi)],
-        np.r_[errors(theta, again[0]), errors(theta, again[1])],
-        np.r_[errors(theta, base[0]), errors(theta, base[1])],
+        errors_of(theta, [off_uni, off_bi]),
+        errors_of(theta, again),
+        errors_of(theta, base),
         "baseline: plain topology on the fitting run",
         again[0].labels + again[1].labels,
     )
@@ -522,12 +527,9 @@ def m08(theta_m01):
     topo = netsim.topology.preset("a100-pcie-4x-nvlink-pairs")
     plain_off = netsim.topology.preset("a100-pcie-4x-nvlink-pairs", p2p=False)
     tr = trace("m08_4xA100PCIe_nvlinkpairs_p2p.txt")
-    kinds = ("unidirectional", "bidirectional")
-    on = [matrix_data(f"m08 on {k}", topo, tr.matrix(k, p2p=True).values, k, "p2p") for k in kinds]
-    off = [matrix_data(f"m08 off {k}", topo, tr.matrix(k, p2p=False).values, k, "staged") for k in kinds]
-    plain = [
-        matrix_data(f"m08 plain {k}", plain_off, tr.matrix(k, p2p=False).values, k, "plain") for k in kinds
-    ]
+    on = matrices("m08 on", topo, tr, True, "p2p")
+    off = matrices("m08 off", topo, tr, False, "staged")
+    plain = matrices("m08 plain", plain_off, tr, False, "plain")
     # every P2P-off copy is staged, so the staging efficiency and the link figures enter only as a
     # product: the efficiency is held at 1 (no staging loss) on the P2P-off fit
     start = initial(pcie=21.6 * GB, socket=21.6 * GB, nvlink=275 * GB, staged_inflation=1e-9)
@@ -541,19 +543,17 @@ def m08(theta_m01):
     host_m01[e] = theta_m01[e]
     links_only = theta.copy()
     links_only[h], links_only[e] = np.log(1e13), np.log(1e-9)
-    for k, kind in enumerate(kinds):
+    for k, kind in enumerate(KINDS):
         log(
             f"m08: P2P-off {kind} predicted on links only (no host side): {stats(errors(links_only, off[k]))}"
         )
-    plain_on = [
-        matrix_data(f"m08 plain on {k}", topo, tr.matrix(k, p2p=True).values, k, "plain") for k in kinds
-    ]
-    for k, kind in enumerate(kinds):
+    plain_on = matrices("m08 plain on", topo, tr, True, "plain")
+    for k, kind in enumerate(KINDS):
         row(
             f"m08 on -> off, {kind[:3]}",
             "P2P-on uni+bi",
             f"P2P-off {kind[:3]}",
-            np.r_[errors(theta, on[0]), errors(theta, on[1])] if k == 0 else [],
+            errors_of(theta, on) if k == 0 else [],
             errors(host_m01, off[k]),
             errors(host_m01, plain[k]),
             "host side from m01 (H / PCIe, e); baseline: plain P2P-off preset",
@@ -561,18 +561,18 @@ def m08(theta_m01):
         )
     log("m08: fit P2P-off matrices (PCIe, host budget), predict P2P-on (socket and its duplex budget: start)")
     theta2 = fit(start, ("pcie", "staging"), off)
-    ins = np.r_[errors(theta2, off[0]), errors(theta2, off[1])]
+    ins = errors_of(theta2, off)
     log(
         f"m08: worst in-sample P2P-off cell {(off[0].labels + off[1].labels)[int(np.argmax(np.abs(ins)))]} "
         f"({100 * ins[int(np.argmax(np.abs(ins)))]:+.0f} %)"
     )
     nv = lambda d: np.array([lab.split()[1] in ("0->1", "1->0", "2->3", "3->2") for lab in d.labels])
-    for k, kind in enumerate(kinds):
+    for k, kind in enumerate(KINDS):
         row(
             f"m08 off -> on, {kind[:3]}",
             "P2P-off uni+bi",
             f"P2P-on {kind[:3]}, PCIe pairs",
-            np.r_[errors(theta2, off[0]), errors(theta2, off[1])] if k == 0 else [],
+            errors_of(theta2, off) if k == 0 else [],
             errors(theta2, on[k])[~nv(on[k])],
             errors(theta2, plain_on[k])[~nv(on[k])],
             "NVLink cells: no NVLink in P2P-off data; baseline: plain",
@@ -585,18 +585,17 @@ def m09():
     topo = netsim.topology.preset("titanrtx-8x-lambda", p2p=True)
     plain = netsim.topology.preset("titanrtx-8x-lambda")
     tr = trace("m09_8xTITANRTX_lambda_p2p.txt")
-    kinds = ("unidirectional", "bidirectional")
     hair = T.hairpin_budgets(topo, 10 * GB)
-    mats = {k: tr.matrix(k, p2p=False).values for k in kinds}
+    mats = {k: tr.matrix(k, p2p=False).values for k in KINDS}
     fit_d = [
-        matrix_data(f"m09 {k} rows 0-3", topo, mats[k], k, "staged", rows=range(4), extra=hair) for k in kinds
+        matrix_data(f"m09 {k} rows 0-3", topo, mats[k], k, "staged", rows=range(4), extra=hair) for k in KINDS
     ]
     held_d = [
         matrix_data(f"m09 {k} rows 4-7", topo, mats[k], k, "staged", rows=range(4, 8), extra=hair)
-        for k in kinds
+        for k in KINDS
     ]
     base_d = [
-        matrix_data(f"m09 plain {k} rows 4-7", plain, mats[k], k, "plain", rows=range(4, 8)) for k in kinds
+        matrix_data(f"m09 plain {k} rows 4-7", plain, mats[k], k, "plain", rows=range(4, 8)) for k in KINDS
     ]
     start = initial(pcie=11.4 * GB, staging=11 * GB, hairpin=9 * GB, staged_inflation=1e-9)  # as m08
     log("m09: fit PCIe, host and switch hairpin budgets on rows 0-3, predict rows 4-7")
@@ -605,9 +604,9 @@ def m09():
         "m09 staged copies",
         "rows 0-3 uni+bi",
         "rows 4-7 uni+bi",
-        np.r_[errors(theta, fit_d[0]), errors(theta, fit_d[1])],
-        np.r_[errors(theta, held_d[0]), errors(theta, held_d[1])],
-        np.r_[errors(theta, base_d[0]), errors(theta, base_d[1])],
+        errors_of(theta, fit_d),
+        errors_of(theta, held_d),
+        errors_of(theta, base_d),
         "baseline: plain preset",
         held_d[0].labels + held_d[1].labels,
     )

@@ -26,6 +26,10 @@ from netsim.topology import (
 )
 
 MiB = 2**20
+#: a ring of copies on 8 GPUs: gpu{i} sends 256 MiB to gpu{i + 1} (mod 8)
+GPU_RING = tuple(
+    Flow(f"gpu{i}>gpu{(i + 1) % 8}", f"gpu{i}", f"gpu{(i + 1) % 8}", 256 * MiB) for i in range(8)
+)
 
 
 def mesh_transpose() -> tuple[Scenario, str]:
@@ -61,18 +65,16 @@ def mi300x_memory() -> tuple[Scenario, str]:
 
 def pcie_staged() -> tuple[Scenario, str]:
     topo = preset("pcie-8gpu", p2p=False)
-    flows = [Flow(f"gpu{i}>gpu{(i + 1) % 8}", f"gpu{i}", f"gpu{(i + 1) % 8}", 256 * MiB) for i in range(8)]
     text = (
         "8-GPU dual-socket PCIe server with P2P off: a ring of copies, each staged through the DRAM of "
         "the source GPU's NUMA node (GPU -> host memory -> GPU)."
     )
-    return topo.scenario(flows, name="topo_pcie_staged"), text
+    return topo.scenario(list(GPU_RING), name="topo_pcie_staged"), text
 
 
 def pcie_m01_ring() -> tuple[Scenario, str]:
     topo = preset("rtx4090-8x-epyc7542")
-    flows = [Flow(f"gpu{i}>gpu{(i + 1) % 8}", f"gpu{i}", f"gpu{(i + 1) % 8}", 256 * MiB) for i in range(8)]
-    flows.append(Flow("gpu6>nic0", "gpu6", "nic0", 256 * MiB))
+    flows = [*GPU_RING, Flow("gpu6>nic0", "gpu6", "nic0", 256 * MiB)]
     text = (
         "The m01 box (8 x RTX 4090 on 2 x EPYC 7542, built from its nvidia-smi topo -m) with P2P on: a "
         "ring of copies, two of which cross the socket link, plus GPU6 sending to a NIC on its host bridge."

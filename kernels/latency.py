@@ -203,13 +203,17 @@ def vc_saturation(
     return jnp.min(jnp.where(used, servers[None, :] / jnp.where(used, held, 1.0), jnp.inf))
 
 
+def _per_load(x: Float[Array, "R C"], load: Float[Array, " C"]) -> Float[Array, "R C"]:
+    """x / load on each channel, 0 on idle ones (the double `where` keeps 0 / 0 out of the gradients)."""
+    used = (load > 0)[None, :]
+    return jnp.where(used, x / jnp.where(used, load[None, :], 1.0), 0.0)
+
+
 def downstream_wait(wait: Float[Array, "R C"], feeds: Feeds, load: Float[Array, " C"]) -> Float[Array, "R C"]:
     """Cycles a channel's packets wait, on average, at the channel they take next: all that time they keep
     this channel's VC, whose buffer (in the next router) holds their flits. Waits are capped at WAIT_CAP."""
     carried = feeds.load[None, :] * jnp.minimum(wait, WAIT_CAP)[:, feeds.target]
-    total = jnp.zeros_like(wait).at[:, feeds.source].add(carried)
-    used = (load > 0)[None, :]
-    return jnp.where(used, total / jnp.where(used, load[None, :], 1.0), 0.0)
+    return _per_load(jnp.zeros_like(wait).at[:, feeds.source].add(carried), load)
 
 
 def arrival_variability(
@@ -228,9 +232,7 @@ def arrival_variability(
     fed = jnp.zeros_like(load).at[feeds.target].add(feeds.load)
     upstream = jnp.zeros_like(rho).at[:, feeds.target].add(feeds.load[None, :] * busy[:, feeds.source])
     injected = jnp.maximum(load - fed, 0.0)[None, :] * jnp.minimum(rate[:, None] * service[None, :], 1.0)
-    used = (load > 0)[None, :]
-    before = jnp.where(used, (upstream + injected) / jnp.where(used, load[None, :], 1.0), 0.0)
-    return 1 - before**2
+    return 1 - _per_load(upstream + injected, load) ** 2
 
 
 def coupled_waits(

@@ -72,6 +72,11 @@ def check_outputs(inputs: dict[str, str], outputs: dict[str, tuple[str | None, t
         taken[option] = path
 
 
+def topology_input(topology: str | None) -> dict[str, str]:
+    """`check_outputs`' inputs entry for a --topology that names a file (a preset or shape names none)."""
+    return {"--topology": topology} if topology and os.path.isfile(topology) else {}
+
+
 def _same_file(a: str, b: str) -> bool:
     if os.path.realpath(a) == os.path.realpath(b):
         return True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from ._common import TOPOLOGY_HELP
@@ -38,13 +37,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     from .._checks import count, number
     from .._errors import ScenarioError, SimulationError
-    from ._common import check_outputs
+    from ._common import check_outputs, topology_input
 
     # every argument is checked before the topology is built, the traces are read or the fit compiles
     steps, lr = count(args.steps, "--steps"), number(args.lr, "--lr", positive=True)
-    inputs = {f"trace {t}": t for t in args.traces} | (
-        {"--topology": args.topology} if os.path.isfile(args.topology) else {}
-    )
+    inputs = {f"trace {t}": t for t in args.traces} | topology_input(args.topology)
     check_outputs(inputs, {"--out": (args.out, (".json",)), "--plot": (args.plot, (".png",))})
     entry = topology_entry(args.topology)
     if entry is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-import os
 import sys
 from typing import Any
 
@@ -195,11 +194,10 @@ def register(subparsers) -> None:
 
 def _collective(args: argparse.Namespace) -> int:
     from .._scenario import ScenarioError
-    from ._common import check_outputs
+    from ._common import check_outputs, topology_input
 
-    inputs = {"--topology": args.topology} if os.path.isfile(args.topology) else {}
     check_outputs(
-        inputs,
+        topology_input(args.topology),
         {
             "--json": (args.json, (".json",)),
             "--scenario": (args.scenario, (".json",)),

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from ._common import TOPOLOGY_HELP
@@ -18,6 +17,8 @@ DEFAULT_CLUSTER = "dgx-a100"
 #: above this many flows and tasks (`program_size`) a table row is estimated in closed form
 #: (`estimate_iteration`, which the simulation matches on an idle fabric) unless --simulate-all
 MAX_SIMULATED = 8192
+#: options that set a table's every layout, as they set the one layout (`ParallelLayout` keywords)
+LAYOUT_OPTIONS = ("schedule", "chunks", "recompute", "sequence_parallel", "zero", "offload", "overlap_dp")
 
 
 def register(subparsers) -> None:
@@ -72,26 +73,16 @@ def register(subparsers) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from ._common import check_outputs
+    from ._common import check_outputs, topology_input
 
-    inputs = {"--table": args.table} if args.table else {}
-    if args.topology and os.path.isfile(args.topology):
-        inputs["--topology"] = args.topology
+    inputs = ({"--table": args.table} if args.table else {}) | topology_input(args.topology)
     check_outputs(inputs, {"--json": (args.json, (".json",))})
 
     from .._errors import ScenarioError
     from ..workloads import ComputeModel, LayoutRow, ParallelLayout, TransformerModel, read_layout_table
 
     compute = ComputeModel.load(args.compute)
-    options = dict(
-        schedule=args.schedule,
-        chunks=args.chunks,
-        recompute=args.recompute,
-        sequence_parallel=args.sequence_parallel,
-        zero=args.zero,
-        offload=args.offload,
-        overlap_dp=args.overlap_dp,
-    )
+    options = {k: getattr(args, k) for k in LAYOUT_OPTIONS}
     if args.table:
         rows = read_layout_table(args.table, **options)
         return _table(args, rows, compute)
@@ -99,14 +90,8 @@ def _train(args: argparse.Namespace) -> int:
     if missing:
         raise ScenarioError(f"train: give {', '.join(missing)} (or --table CSV)")
     model = TransformerModel(args.hidden, args.heads, args.layers, args.seq_len, vocab=args.vocab)
-    layout = ParallelLayout(
-        tp=args.tp,
-        pp=args.pp,
-        dp=args.dp,
-        micro_batch=args.micro_batch,
-        global_batch=args.global_batch,
-        **options,
-    )
+    sizes = {k: getattr(args, k) for k in ("tp", "pp", "dp", "micro_batch", "global_batch")}
+    layout = ParallelLayout(**sizes, **options)
     return _one(args, LayoutRow(model, layout, None, 0), compute)
 
 

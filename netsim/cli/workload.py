@@ -34,11 +34,10 @@ def register(subparsers) -> None:
 
 
 def _workload(args: argparse.Namespace) -> int:
-    from ._common import check_outputs
+    from ._common import check_outputs, topology_input
 
     inputs = {f"FILE {k + 1}": f for k, f in enumerate(args.files) if os.path.isfile(f)}
-    if os.path.isfile(args.topology):
-        inputs["--topology"] = args.topology
+    inputs |= topology_input(args.topology)
     check_outputs(inputs, {"--trace": (args.trace, (".json",)), "--json": (args.json, (".json",))})
 
     from .._errors import check_tolerance

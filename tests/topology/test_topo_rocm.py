@@ -4,6 +4,7 @@ that name the file and line (the reader's own tests: tests/traces/test_traces_ro
 
 import numpy as np
 import pytest
+from rocm_sample import ROCM_NODESBW
 
 import netsim
 from netsim import ScenarioError
@@ -58,19 +59,7 @@ TWO_HIVES = (
 # `rocm-smi --shownodesbw`: the sample of the ROCm release notes (an MI250X node's 8 GCDs, "min-max" MB/s,
 # "0-0" not directly connected), with the --showtopo hops and link types of that wiring (every pair XGMI;
 # pairs without a direct link are two hops apart through a common neighbour).
-NODESBW = """\
-================================== Bandwidth ===================================
-GPU0 GPU1 GPU2 GPU3 GPU4 GPU5 GPU6 GPU7
-GPU0 N/A 50000-200000 50000-50000 0-0 0-0 0-0 50000-100000 0-0
-GPU1 50000-200000 N/A 0-0 50000-50000 0-0 50000-50000 0-0 0-0
-GPU2 50000-50000 0-0 N/A 50000-200000 50000-100000 0-0 0-0 0-0
-GPU3 0-0 50000-50000 50000-200000 N/A 0-0 0-0 0-0 50000-50000
-GPU4 0-0 0-0 50000-100000 0-0 N/A 50000-200000 50000-50000 0-0
-GPU5 0-0 50000-50000 0-0 0-0 50000-200000 N/A 0-0 50000-50000
-GPU6 50000-100000 0-0 0-0 0-0 50000-50000 0-0 N/A 50000-200000
-GPU7 0-0 0-0 0-0 50000-50000 0-0 50000-50000 50000-200000 N/A
-Format: min-max; Units: mps
-"""
+NODESBW = "".join(ROCM_NODESBW.splitlines(keepends=True)[1:-1])  # less its banner and footer
 MAX_BW = np.array(
     [
         [int(c.split("-")[1]) if "-" in c else 0 for c in line.split()[1:]]
