@@ -260,12 +260,30 @@ def _state_tree(network: Network, program: Program, record: int):
     )
 
 
+#: largest item count at which a flat program (`engine_options`) runs without the frontier
+FLAT_ITEMS = 1 << 14
+
+
+def engine_options(compiled: Compiled, max_events: int, record: int, tolerance: float) -> dict:
+    """kernels.run's static options for one scenario. A flat program (no item waits on another, all released
+    at one instant) starts with every item active and only loses them: the frontier (kernels/frontier.py)
+    then serves only the last FRONTIER[0] events, and its code (two thirds of the executable at 1e3 items)
+    costs more to compile and load than those events save up to FLAT_ITEMS items."""
+    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    program, real = compiled.program, compiled.n_flows + compiled.n_tasks  # padding items follow
+    n_items = program.route.shape[0]
+    flat = np.all(program.after == n_items) and np.unique(program.release[:real]).size <= 1
+    if flat and n_items <= FLAT_ITEMS:
+        options["frontier"] = 0
+    return options
+
+
 def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: float) -> SimState:
     """The engine's final state for one compiled scenario, on the device (`check_result` checks it)."""
-    # the one compile per shape and options (max_events, record, tolerance), kept in memory and, when
-    # enabled, in the executable cache (netsim._cache)
+    # the one compile per shape and options (engine_options), kept in memory and, when enabled, in the
+    # executable cache (netsim._cache)
     network, program = compiled.network, compiled.program
-    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    options = engine_options(compiled, max_events, record, tolerance)
     args = (network, program)
     with expect_compile("the engine", compiled.shape.items):
         return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
@@ -285,7 +303,7 @@ def resume(
 ) -> SimState:
     """`state` run on until `until` events (a slice of a run, e.g. `netsim.simulate(progress=True)`)."""
     # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
-    options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
+    options = engine_options(compiled, max_events, record, tolerance)
     args = (compiled.network, compiled.program, state, until)
     with expect_compile("the engine", compiled.shape.items):
         return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)

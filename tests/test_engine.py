@@ -345,3 +345,23 @@ def test_saturated_wait_derivatives_are_the_drain_times():
         d_capacity, d_buffer = np.asarray(jax.jit(jax.jacfwd(first_byte))(jnp.array([C, 4096.0])))
     np.testing.assert_allclose(d_buffer, 1 / C, rtol=1e-12)
     np.testing.assert_allclose(d_capacity, -4096 / C**2, rtol=1e-12)
+
+
+def test_flat_programs_skip_the_frontier():
+    # netsim._runner.engine_options: the frontier only for programs whose active set can be small before
+    # the last events (a dependency, staggered releases) or whose tail is long (over FLAT_ITEMS items);
+    # tests/kernels/test_frontier.py shows the two engines agree bit for bit
+    from netsim._compile import Shape, compile_scenario
+    from netsim._runner import FLAT_ITEMS, engine_options
+
+    links = [Link("a", "x", "y", 10.0), Link("b", "y", "z", 4.0)]
+
+    def frontier(flows, items=512):
+        compiled = compile_scenario(Scenario(links, flows), shape=Shape(items=items))
+        return engine_options(compiled, 100, 0, 0.0).get("frontier")
+
+    flat = [Flow("f1", "x", "y", 10.0, start=0.5), Flow("f2", "x", "z", 10.0, start=0.5)]
+    assert frontier(flat) == 0
+    assert frontier(flat, items=2 * FLAT_ITEMS) is None  # the kernel's default
+    assert frontier([*flat, Flow("f3", "y", "z", 10.0, after=("f1",), start=0.5)]) is None
+    assert frontier([*flat, Flow("f3", "y", "z", 10.0, start=0.25)]) is None
