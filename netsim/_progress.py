@@ -170,6 +170,9 @@ def say(line: str) -> None:
 #: 128 padded items, then RULE_OCTAVE_S more per doubling (measured on 2 busy cores: 4.1 s at 112 items,
 #: 25 s at 1024, 34 s at 4096; benchmarks/RESULTS.md, "Progress and start-up")
 RULE_BASE_S, RULE_OCTAVE_S = 4.0, 5.0
+#: the engine without the active-set frontier's code (a flat program, netsim._runner.engine_options): its
+#: compile barely grows with the items (1.9 s at 1024, 2.3 s at 10240 on 2 cores at load ~1; RESULTS.md, Round 9)
+FLAT_COMPILE_S = 3.0
 _HISTORY_FILE = "compile_times.json"
 _history: dict[str, float] | None = None
 
@@ -205,24 +208,26 @@ def _record(key: str, seconds: float) -> None:
             write_atomic(path, json.dumps(history, indent=0, sort_keys=True).encode())
 
 
-def expected_compile(what: str, items: int, batch: int = 1) -> tuple[str, float, str]:
-    """(history key, expected seconds, where the figure comes from) of compiling `what` for this shape."""
-    key = f"{what}|{items}|{batch}"
+def expected_compile(what: str, items: int, batch: int = 1, frontier: bool = True) -> tuple[str, float, str]:
+    """(history key, expected seconds, where the figure comes from) of compiling `what` for this shape;
+    frontier: whether it holds the active-set frontier's code, most of a large engine's compile."""
+    key = f"{what}|{items}|{batch}" + ("" if frontier else "|flat")
     history = _load_history() if _state.pulse is not None else {}
     if key in history:
         return key, history[key], "its last compile here"
-    rule = RULE_BASE_S + RULE_OCTAVE_S * max(0.0, math.log2(items / 128))
+    rule = RULE_BASE_S + RULE_OCTAVE_S * max(0.0, math.log2(items / 128)) if frontier else FLAT_COMPILE_S
     return key, rule, f"estimate for {items:,} items"
 
 
 @contextlib.contextmanager
-def expect_compile(what: str, items: int, batch: int = 1) -> Iterator[None]:
-    """Inside the block, an XLA compile is `what` for this shape (e.g. "the engine", 10240 items): the
-    pulse announces it with the expected time and reports the real one. Costs nothing without a Pulse."""
+def expect_compile(what: str, items: int, batch: int = 1, frontier: bool = True) -> Iterator[None]:
+    """Inside the block, an XLA compile is `what` for this shape (e.g. "the engine", 10240 items; frontier:
+    see `expected_compile`): the pulse announces it with the expected time and reports the real one.
+    Costs nothing without a Pulse."""
     if _state.pulse is None:
         yield
         return
-    key, seconds, source = expected_compile(what, items, batch)
+    key, seconds, source = expected_compile(what, items, batch, frontier)
     shape = f"{items:,} items" + (f" x {batch:,} points" if batch > 1 else "")
     previous, _state.expected = _state.expected, (f"{what} for {shape}", key, seconds, source)
     try:

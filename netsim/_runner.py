@@ -285,7 +285,7 @@ def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: fl
     network, program = compiled.network, compiled.program
     options = engine_options(compiled, max_events, record, tolerance)
     args = (network, program)
-    with expect_compile("the engine", compiled.shape.items):
+    with expect_compile("the engine", compiled.shape.items, frontier="frontier" not in options):
         return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
 
 
@@ -305,7 +305,7 @@ def resume(
     # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
     options = engine_options(compiled, max_events, record, tolerance)
     args = (compiled.network, compiled.program, state, until)
-    with expect_compile("the engine", compiled.shape.items):
+    with expect_compile("the engine", compiled.shape.items, frontier="frontier" not in options):
         return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
 

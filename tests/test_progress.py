@@ -172,3 +172,14 @@ def test_jax_compile_events_reach_the_pulse(monkeypatch):
         r"compiled a doubling for 8 items in \d+\.\d s \(expected ~4 s: estimate for 8 items\)",
         stream.getvalue(),
     ), stream.getvalue()
+
+
+def test_engine_without_the_frontier_expects_a_short_compile():
+    # a flat program's engine (netsim._runner.engine_options) compiles in ~2 s whatever its size; its
+    # estimate and its history entry are its own, not those of the engine with the frontier
+    from netsim._progress import FLAT_COMPILE_S, expected_compile
+
+    key, seconds, _ = expected_compile("the engine", 10240, frontier=False)
+    assert seconds == FLAT_COMPILE_S and key == "the engine|10240|1|flat"
+    key, seconds, _ = expected_compile("the engine", 10240)
+    assert seconds > 30 and key == "the engine|10240|1"
