@@ -268,12 +268,13 @@ def engine_options(compiled: Compiled, max_events: int, record: int, tolerance: 
     """kernels.run's static options for one scenario. A flat program (no item waits on another, all released
     at one instant) starts with every item active and only loses them: the frontier (kernels/frontier.py)
     then serves only the last FRONTIER[0] events, and its code (two thirds of the executable at 1e3 items)
-    costs more to compile and load than those events save up to FLAT_ITEMS items."""
+    costs more to compile and load than those events save up to FLAT_ITEMS items, and at any size in the
+    fast mode, whose windows fold the tail's completions into a few events."""
     options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
     program, real = compiled.program, compiled.n_flows + compiled.n_tasks  # padding items follow
     n_items = program.route.shape[0]
     flat = np.all(program.after == n_items) and np.unique(program.release[:real]).size <= 1
-    if flat and n_items <= FLAT_ITEMS:
+    if flat and (n_items <= FLAT_ITEMS or tolerance > 0):
         options["frontier"] = 0
     return options
 
