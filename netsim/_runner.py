@@ -407,14 +407,23 @@ def run_batch(
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
     items = int(np.shape(prog.size)[-1])
-    fn, shardings = _batch_function(max_events, keep, loop, tolerance, axes, devices, treedef)
-    with jax.enable_x64(True):  # simulated time is float64 (inputs too); scoped: the caller's config stays
-        args = jax.tree.map(
-            lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
-            (net, prog),
-            shardings,
-        )
-        with doing(f"running {n:,} points in one batch"), expect_compile("the batched engine", items, width):
+    options = {"max_events": int(max_events), "keep": keep, "loop": loop, "tolerance": tolerance}
+    outputs = lambda: jax.tree.structure(dict.fromkeys((*_point_outputs(keep), "status", "events"), 0))
+    # simulated time is float64 (inputs too); scoped: the caller's config stays
+    with (
+        jax.enable_x64(True),
+        doing(f"running {n:,} points in one batch"),
+        expect_compile("the batched engine", items, width),
+    ):
+        if n_dev == 1 and jax.process_count() == 1:  # one device: the executable cache skips tracing too
+            out = executable(_batched, (net, prog), {**options, "axes": axes}, outputs)(net, prog)
+        else:
+            fn, shardings = _batch_function(**options, axes=axes, devices=devices, treedef=treedef)
+            args = jax.tree.map(
+                lambda x, s: jax.make_array_from_callback(x.shape, s, lambda idx, x=x: x[idx]),
+                (net, prog),
+                shardings,
+            )
             out = fn(*args)
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
@@ -434,6 +443,28 @@ def run_batch(
     return run.check() if throw else run
 
 
+def _point_outputs(keep: tuple[str, ...]) -> tuple[str, ...]:
+    """What one point of a batch returns besides status and events: the kept outputs, then what the post-run
+    check reads unless kept anyway (as "checked:NAME")."""
+    return (*keep, *(f"checked:{k}" for k in CHECKED if k not in keep))
+
+
+def _one_point(
+    network: Network, program: Program, *, max_events: int, keep: tuple[str, ...], loop: str, tolerance: float
+) -> dict[str, jax.Array]:
+    s = kernels.run(network, program, max_events=max_events, loop=loop, tolerance=tolerance)
+    out = {"status": s.status, "events": s.events}
+    for k in _point_outputs(keep):
+        name = k.removeprefix("checked:")
+        out[k] = jnp.max(s.finish) if name == "makespan" else getattr(s, name)
+    return out
+
+
+def _batched(network: Network, program: Program, *, axes: tuple[Network, Program], **options):
+    """Every point of a batch on one device (`run_batch`; what `executable` compiles and caches)."""
+    return jax.vmap(functools.partial(_one_point, **options), in_axes=axes)(network, program)
+
+
 @functools.lru_cache(maxsize=32)
 def _batch_function(
     max_events: int,
@@ -446,17 +477,7 @@ def _batch_function(
 ):
     """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
     outputs and batching pattern share one compile)."""
-
-    def one(network: Network, program: Program) -> dict[str, jax.Array]:
-        s = kernels.run(network, program, max_events=max_events, loop=loop, tolerance=tolerance)
-        out = {"status": s.status, "events": s.events}
-        for k in keep:
-            out[k] = jnp.max(s.finish) if k == "makespan" else getattr(s, k)
-        for k in CHECKED:  # what the post-run check reads, unless kept anyway
-            if k not in keep:
-                out[f"checked:{k}"] = getattr(s, k)
-        return out
-
+    one = functools.partial(_one_point, max_events=max_events, keep=keep, loop=loop, tolerance=tolerance)
     mesh = Mesh(np.array(devices), ("batch",))
     specs = treedef.unflatten([P("batch") if ax == 0 else P() for ax in treedef.flatten_up_to(axes)])
     # check_vma=False: the engine's loops start from replicated constants and communicate nothing,

@@ -74,3 +74,30 @@ def test_key_names_what_determines_the_executable():
         assert executable_key(_whole, (compiled.network, f32), options) != key
     with jax.enable_x64(False):
         assert executable_key(_whole, args, options) != key
+
+
+def test_a_sweep_loads_its_batched_engine_in_a_later_process(tmp_path):
+    # run_batch on one device goes through the executable cache too: the second process loads the batched
+    # engine (no file written again) and gets every output bit for bit
+    import h5py
+
+    spec = Path(EXAMPLE).with_name("sweep_pcie_random_bw.json")
+    env = {**os.environ, "NETSIM_CACHE_DIR": str(tmp_path / "cache"), "JAX_PLATFORMS": "cpu"}
+
+    def sweep(out: Path) -> dict:
+        cmd = [sys.executable, "-m", "netsim.cli", "sweep", str(spec), "--out", str(out)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stderr
+        with h5py.File(out) as f:
+            data = {}
+            f.visititems(lambda name, x: data.update({name: x[()]}) if isinstance(x, h5py.Dataset) else None)
+        return data
+
+    first = sweep(tmp_path / "a.h5")
+    files = {f: f.stat().st_mtime_ns for f in (tmp_path / "cache" / "executables").glob("*.bin")}
+    assert files
+    again = sweep(tmp_path / "b.h5")
+    assert {f: f.stat().st_mtime_ns for f in files} == files
+    assert sorted(again) == sorted(first)
+    for name, value in first.items():
+        assert np.array_equal(again[name], value), name
