@@ -415,7 +415,8 @@ def run_batch(
         doing(f"running {n:,} points in one batch"),
         expect_compile("the batched engine", items, width),
     ):
-        if n_dev == 1 and jax.process_count() == 1:  # one device: the executable cache skips tracing too
+        # the default device alone: the executable cache (which compiles for it) skips tracing too
+        if devices == (jax.devices()[0],) and jax.process_count() == 1:
             out = executable(_batched, (net, prog), {**options, "axes": axes}, outputs)(net, prog)
         else:
             fn, shardings = _batch_function(**options, axes=axes, devices=devices, treedef=treedef)
