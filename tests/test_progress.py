@@ -169,7 +169,7 @@ def test_jax_compile_events_reach_the_pulse(monkeypatch):
         with _progress.expect_compile("a doubling", 8):
             jax.jit(lambda x: 2 * x + p.first)(np.arange(8.0)).block_until_ready()
     assert re.search(
-        r"compiled a doubling for 8 items in \d+\.\d s \(expected ~4 s: estimate for 8 items\)",
+        r"compiled a doubling for 8 items in \d+\.\d s \(expected ~2 s: estimate for 8 items\)",
         stream.getvalue(),
     ), stream.getvalue()
 
@@ -182,4 +182,4 @@ def test_engine_without_the_frontier_expects_a_short_compile():
     key, seconds, _ = expected_compile("the engine", 10240, frontier=False)
     assert seconds == FLAT_COMPILE_S and key == "the engine|10240|1|flat"
     key, seconds, _ = expected_compile("the engine", 10240)
-    assert seconds > 30 and key == "the engine|10240|1"
+    assert seconds > FLAT_COMPILE_S and key == "the engine|10240|1"
