@@ -175,7 +175,7 @@ def test_jax_compile_events_reach_the_pulse(monkeypatch):
 
 
 def test_engine_without_the_frontier_expects_a_short_compile():
-    # a flat program's engine (netsim._runner.engine_options) compiles in ~2 s whatever its size; its
+    # a flat program's engine (netsim._runner.engine_options) compiles in a few seconds at any size; its
     # estimate and its history entry are its own, not those of the engine with the frontier
     from netsim._progress import FLAT_COMPILE_S, expected_compile
 
