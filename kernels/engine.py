@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
-import equinox as eqx
-import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 from jaxtyping import Bool, Float, Int
 
-from ._types import MAX_EVENTS, NONFINITE, OK, STALLED, Allocation, AnyArray, Network, Program, SimState
+from ._types import (
+    MAX_EVENTS,
+    NONFINITE,
+    OK,
+    STALLED,
+    Allocation,
+    AnyArray,
+    Network,
+    Program,
+    SimState,
+    pytree,
+)
 from .frontier import buffer_sizes, dependency_graph, frontier_pass
 from .maxmin import (
     append_row,
@@ -21,6 +31,7 @@ from .maxmin import (
     maxmin_rates,
     rate_floor,
     to_resources,
+    while_loop,
 )
 from .queueing import queueing_delay
 
@@ -98,7 +109,8 @@ def initial_state(
     )
 
 
-class _Items(eqx.Module):
+@pytree
+class _Items:
     """The per-item part of the state, for every item or for a compact view of some (`_advance`)."""
 
     remaining: Float[AnyArray, " n"]
@@ -150,7 +162,8 @@ def step(
     return _commit(s, out, start, items, alloc)
 
 
-class _Event(eqx.Module):
+@pytree
+class _Event:
     """What `_advance` tells `_commit` besides the items: the event's time and resource totals."""
 
     time: Float[AnyArray, ""]
@@ -444,7 +457,7 @@ def run(
     s0 = initial_state(program, n_resources, record, packetized=packetized) if state is None else state
     sizes = buffer_sizes(frontier, loop=loop, dense=dense, n_items=n_items)
     if not sizes:
-        s = eqxi.while_loop(unfinished, body, s0, max_steps=None if loop == "lax" else max_events, kind=loop)
+        s = while_loop(unfinished, body, s0, max_steps=None if loop == "lax" else max_events, kind=loop)
     else:  # full events while the active set overflows the frontier, frontier events while it fits, and again
         view_step = functools.partial(
             step_view, network, program, floor=floor, loop=loop, tolerance=tolerance
@@ -454,4 +467,4 @@ def run(
         s = jax.lax.while_loop(unfinished, lambda s: frontier_pass(s, **kw), s0)
     paused = (s.events < max_events) & (s.status == OK) if until is not None else False
     late = jnp.where(jnp.all(s.done) | paused, OK, MAX_EVENTS)
-    return eqx.tree_at(lambda x: x.status, s, (s.status | late).astype(jnp.int32))
+    return dataclasses.replace(s, status=(s.status | late).astype(jnp.int32))

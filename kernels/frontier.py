@@ -6,14 +6,14 @@ overflows the largest buffer, frontier events while it fits. The results are the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Bool, Float, Int
 
-from ._types import OK, AnyArray, SimState
+from ._types import OK, AnyArray, SimState, pytree
 from .maxmin import compact
 
 # Buffer sizes of the frontier: events work on the active items alone while they fit 128, and on
@@ -53,7 +53,8 @@ def buffer_sizes(
     return sizes
 
 
-class _Frontier(eqx.Module):
+@pytree
+class _Frontier:
     """The active set, for events that touch only it (`_step`): every item started and not done,
     the items that finished at the last event, and the next event's scheduling, computed from the
     successors of those (the plan). A fixed size `A` (static); valid while `need <= A`, and then the first
@@ -69,7 +70,8 @@ class _Frontier(eqx.Module):
     need: Int[AnyArray, ""]  # the smallest buffer size that holds all of it (the arrays fit when <= A)
 
 
-class Graph(eqx.Module):
+@pytree
+class Graph:
     """What plans read of a run, fixed for it: each item's predecessors, release and route latency, and its
     successors (CSR: the items waiting on item i are index[ptr[i]:ptr[i + 1]])."""
 
@@ -166,12 +168,12 @@ def _step(view_step: ViewStep, g: Graph, s: SimState, f: _Frontier) -> tuple[Sim
     the item count."""
     n = g.after.shape[0]
     size = f.flight.shape[0]
-    scheduled = (
-        s.started.at[f.begin].set(True, mode="drop"),
-        s.start.at[f.begin].set(f.start, mode="drop"),
-        s.first_byte.at[f.begin].set(f.first_byte, mode="drop"),
+    s = dataclasses.replace(
+        s,
+        started=s.started.at[f.begin].set(True, mode="drop"),
+        start=s.start.at[f.begin].set(f.start, mode="drop"),
+        first_byte=s.first_byte.at[f.begin].set(f.first_byte, mode="drop"),
     )
-    s = eqx.tree_at(lambda x: (x.started, x.start, x.first_byte), s, scheduled)
     view = jnp.sort(jnp.concatenate([f.flight, f.recent]))  # disjoint sets, in item order
     new, in_flight, finishing = view_step(s, view)
     active, n_active = _ascending(jnp.where(in_flight, view, n), size, n)

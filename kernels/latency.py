@@ -41,11 +41,11 @@ callers vmap (netsim.latency).
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from ._types import pytree
 from .queueing import mg1_wait, queueing_delay
 
 #: most VCs one class may use on a channel (the Erlang-C recursion runs to it: a static loop)
@@ -61,7 +61,8 @@ BISECTIONS = 40
 WAIT_CAP = 1e9
 
 
-class Router(eqx.Module):
+@pytree
+class Router:
     """A router and its channels, in cycles (one flit per cycle per channel); fields are 0-d arrays (NumPy
     on the host, so that a batch of them stacks without JAX ops)."""
 
@@ -80,7 +81,8 @@ class Router(eqx.Module):
     ]  # most cycles a packet waits at one channel (buffer drain time; inf: unbounded)
 
 
-class Feeds(eqx.Module):
+@pytree
+class Feeds:
     """Where each channel's packets go next: entry e carries load[e] packets per cycle per unit rate out of
     channel source[e] into channel target[e] (padding entries: load 0). Host arrays, as Router's."""
 
@@ -89,7 +91,8 @@ class Feeds(eqx.Module):
     load: Float[ArrayLike, " E"]
 
 
-class Curve(eqx.Module):
+@pytree
+class Curve:
     """One load-latency curve: R offered rates, C channels."""
 
     latency: Float[Array, " R"]  # cycles, creation to tail ejection; inf at and past saturation

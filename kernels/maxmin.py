@@ -3,7 +3,6 @@ or within a relative slack (the fast mode)."""
 
 from __future__ import annotations
 
-import equinox.internal as eqxi
 import jax
 import jax.numpy as jnp
 from jaxtyping import Bool, Complex, Float, Int
@@ -320,7 +319,15 @@ def _rounds(
     n = route.shape[0]
     init = (jnp.zeros(n, dt), jnp.zeros(n, jnp.int32), live, pending, spare, users, rounds)
     max_steps = None if loop == "lax" else n_res + 2  # each round freezes at least one resource
-    return eqxi.while_loop(keep_going, one_round, init, max_steps=max_steps, kind=loop)
+    return while_loop(keep_going, one_round, init, max_steps=max_steps, kind=loop)
+
+
+def while_loop(cond, body, init, *, max_steps: int | None, kind: str):
+    """`equinox.internal.while_loop`, imported when traced: a process that runs a cached executable never
+    imports equinox (0.1 s of its start)."""
+    import equinox.internal as eqxi
+
+    return eqxi.while_loop(cond, body, init, max_steps=max_steps, kind=kind)
 
 
 def append_row(x: AnyArray, value) -> AnyArray:
