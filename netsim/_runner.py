@@ -36,6 +36,13 @@ OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name 
 CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
 #: relative tolerance of the post-run byte balance (`check_finished`)
 CONSERVATION_RTOL = 1e-9
+#: points a batch on CPU runs in one vmap, chunk after chunk (`map_points`): a vmapped loop runs until its
+#: slowest point is done, each event for as many max-min rounds as its hardest point needs, so a wide vmap
+#: pays the batch's worst case at every step. Whole batch -> chunks of 16, same results bit for bit: the
+#: 256-point examples/sweep_pcie_random_bw.json 0.99 -> 0.45 s (8-64 points: 0.43-0.54 s); 1024 what-ifs of
+#: a 64-host leaf-spine permutation 1.21 -> 0.33 s, of the 8-GPU PCIe ring 4.55 -> 1.72 s. Other platforms
+#: run the whole batch as one vmap (a GPU wants the width; not measured there).
+CPU_CHUNK = 16
 # dimensions of one scenario's leaves, as kernels.run takes them
 _NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
 # dimensions of one curve's arguments, as kernels.latency.load_latency takes them (the router's: 0)
@@ -96,7 +103,35 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
     `batch_axes` reads them); traceable: for use inside a jitted or differentiated function. The caller
     checks the returned `status` (and `find_fault` on the host, where it can)."""
     run = functools.partial(kernels.run, **options)
-    return jax.vmap(run, in_axes=batch_axes(network, program))(network, program)
+    chunk = CPU_CHUNK if jax.default_backend() == "cpu" else None
+    return map_points(run, batch_axes(network, program), (network, program), chunk)
+
+
+def map_points(fn: Callable, axes, args: tuple, chunk: int | None):
+    """`jax.vmap(fn, in_axes=axes)(*args)`, or with `chunk`, the same in chunks of that many points run one
+    after another (`lax.map` over vmaps, the last part vmapped alone): the same values, point for point.
+    See CPU_CHUNK."""
+    treedef = jax.tree.structure(args)
+    leaves, leaf_axes = treedef.flatten_up_to(args), treedef.flatten_up_to(axes)
+    batched = [x for x, ax in zip(leaves, leaf_axes, strict=True) if ax == 0]
+    n = batched[0].shape[0] if batched else 0
+    if chunk is None or n <= chunk:
+        return jax.vmap(fn, in_axes=axes)(*args)
+
+    def points(xs):
+        it = iter(xs)
+        return jax.vmap(fn, in_axes=axes)(
+            *treedef.unflatten([next(it) if ax == 0 else x for x, ax in zip(leaves, leaf_axes, strict=True)])
+        )
+
+    # explicit shapes, not lax.map(batch_size=): its reshape fails on a zero-size leaf
+    whole = n // chunk * chunk
+    split = [x[:whole].reshape(n // chunk, chunk, *x.shape[1:]) for x in batched]
+    out = jax.tree.map(lambda y: y.reshape(whole, *y.shape[2:]), jax.lax.map(points, split))
+    if whole == n:
+        return out
+    rest = points([x[whole:] for x in batched])
+    return jax.tree.map(lambda a, b: jnp.concatenate([a, b]), out, rest)
 
 
 def vmap_latency(
@@ -407,7 +442,14 @@ def run_batch(
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
     items = int(np.shape(prog.size)[-1])
-    options = {"max_events": int(max_events), "keep": keep, "loop": loop, "tolerance": tolerance}
+    chunk = CPU_CHUNK if devices[0].platform == "cpu" else None
+    options = {
+        "max_events": int(max_events),
+        "keep": keep,
+        "loop": loop,
+        "tolerance": tolerance,
+        "chunk": chunk,
+    }
     outputs = lambda: jax.tree.structure(dict.fromkeys((*_point_outputs(keep), "status", "events"), 0))
     # simulated time is float64 (inputs too); scoped: the caller's config stays
     with (
@@ -461,9 +503,11 @@ def _one_point(
     return out
 
 
-def _batched(network: Network, program: Program, *, axes: tuple[Network, Program], **options):
+def _batched(
+    network: Network, program: Program, *, axes: tuple[Network, Program], chunk: int | None, **options
+):
     """Every point of a batch on one device (`run_batch`; what `executable` compiles and caches)."""
-    return jax.vmap(functools.partial(_one_point, **options), in_axes=axes)(network, program)
+    return map_points(functools.partial(_one_point, **options), axes, (network, program), chunk)
 
 
 @functools.lru_cache(maxsize=32)
@@ -472,6 +516,7 @@ def _batch_function(
     keep: tuple[str, ...],
     loop: str,
     tolerance: float,
+    chunk: int | None,
     axes: tuple[Network, Program],
     devices: tuple[jax.Device, ...],
     treedef,
@@ -484,7 +529,11 @@ def _batch_function(
     # check_vma=False: the engine's loops start from replicated constants and communicate nothing,
     # which the varying-axes check would reject
     mapped = jax.shard_map(
-        jax.vmap(one, in_axes=axes), mesh=mesh, in_specs=specs, out_specs=P("batch"), check_vma=False
+        lambda *args: map_points(one, axes, args, chunk),
+        mesh=mesh,
+        in_specs=specs,
+        out_specs=P("batch"),
+        check_vma=False,
     )
     shardings = jax.tree.map(
         lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda x: isinstance(x, P)
