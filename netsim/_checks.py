@@ -177,8 +177,12 @@ def read_text(path: str | os.PathLike, *, errors: str = "strict") -> str:
 # --- output -------------------------------------------------------------------------------------------
 
 
-def to_json(obj: Any, *, indent: int | None = None) -> str:
-    """Standard JSON (RFC 8259): non-finite floats (inf, nan) are written as null."""
+def to_json(obj: Any, *, indent: int | None = None, rows: bool = False) -> str:
+    """Standard JSON (RFC 8259): non-finite floats (inf, nan) are written as null.
+
+    rows: an object's members one per line and its lists one element per line (a result: one line per flow
+    and per link), written by json's C encoder: faster than `indent`, which takes its Python one.
+    """
 
     def clean(x):
         if isinstance(x, float):
@@ -189,7 +193,21 @@ def to_json(obj: Any, *, indent: int | None = None) -> str:
             return [clean(v) for v in x]
         return x
 
-    return json.dumps(clean(obj), indent=indent, allow_nan=False)
+    def dump(x, indent=None) -> str:
+        try:
+            return json.dumps(x, indent=indent, allow_nan=False)
+        except ValueError:  # a non-finite number in x: rare, so only then is x copied without them
+            return json.dumps(clean(x), indent=indent, allow_nan=False)
+
+    if not (rows and isinstance(obj, dict)):
+        return dump(obj, indent)
+
+    def member(key: str, value: Any) -> str:
+        if isinstance(value, list) and value:
+            return f"{json.dumps(key)}: [\n  " + ",\n  ".join(map(dump, value)) + "\n ]"
+        return f"{json.dumps(key)}: {dump(value)}"
+
+    return "{\n " + ",\n ".join(member(k, v) for k, v in obj.items()) + "\n}"
 
 
 _TMP = re.compile(r"\.tmp-(\d+)$")

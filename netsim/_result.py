@@ -209,7 +209,7 @@ class Result:
         if path.endswith((".h5", ".hdf5")):
             self._save_hdf5(path)
         else:
-            write_atomic(path, to_json(self.to_dict(), indent=1))
+            write_atomic(path, to_json(self.to_dict(), rows=True))
 
     def _save_hdf5(self, path: str) -> None:
         import h5py

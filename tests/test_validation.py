@@ -346,6 +346,14 @@ def test_json_output_is_standard():
     text = to_json({"a": math.inf, "b": [1.0, -math.inf, math.nan], "c": {"d": 2}})
     assert json.loads(text) == {"a": None, "b": [1.0, None, None], "c": {"d": 2}}
     assert "Infinity" not in text and "NaN" not in text
+    data = {"n": 2, "flows": [{"id": "f0", "finish": 1.5}, {"id": "f1", "finish": math.inf}], "tasks": []}
+    rows = to_json(data, rows=True)
+    assert json.loads(rows) == {**data, "flows": [data["flows"][0], {"id": "f1", "finish": None}]}
+    assert rows.splitlines()[3:6] == [
+        '  {"id": "f0", "finish": 1.5},',
+        '  {"id": "f1", "finish": null}',
+        " ],",
+    ]
 
 
 def test_checks():
