@@ -31,16 +31,20 @@ A100_FLOPS = 150e12
 MICROBATCHES = 8
 
 # SPipe's spipe-v100 rows "10B, seq 1024 (and 2048), micro-batch 2, mini-batch 16, 1 node of 4 GPUs":
-# 32 layers of h = 5120 (10.1B parameters), 8 micro-batches, V100-class FLOP/s, PCIe Gen3 x16.
+# 32 layers of h = 5120 (10.1B parameters), 8 micro-batches, V100-class GPUs, PCIe Gen3 x16, each GPU's
+# process bound to its own NUMA node (SPipe's scripts), so each steps its optimizer on its own CPU.
 SPIPE_ROW = ("spipe-v100", "10", "1024", "1")
 SPIPE_SEQ_LENS = (1024, 2048)
 LLAMA10B = TransformerStage(hidden=5120, seq_len=1024, micro_batch=2, layers=8)
-V100_FLOPS = 60e12
 PCIE3 = 12e9
-# CPU seconds to step one stage's optimizer (2.5B parameters) when alone on the CPU; the four stages share
-# one CPU. Chosen so that the serialized run's non-GPU time matches that row's measured Megatron
-# elapsed - gpu_latency (11.540 - 6.299 s); the overlapped and breadth-first runs are then predictions.
-STEP_TIME = 1.1
+# The two fitted numbers, both on the baseline (Megatron's) seq-1024 run alone; SPipe's runs and seq 2048
+# are then predictions. Sustained FLOP/s: the baseline's GPU pipeline takes that row's gpu_latency (6.299 s).
+V100_FLOPS = 48.4e12
+# CPU seconds one NUMA node needs to step one stage's optimizer (2.5B parameters): the baseline's non-GPU
+# time is that row's elapsed - gpu_latency (11.540 - 6.299 s).
+STEP_TIME = 4.4
+# SPipe's Megatron baseline (`-j 1f1b_offload -f 2`): interleaved 1F1B with 2 model chunks per GPU.
+MEGATRON_CHUNKS = 2
 # SPipe's runs (its scripts/eval_speedup.sh: -f 2 -b 6) split each GPU's layers into 2 forward and 6
 # backward chunks; netsim's breadth-first schedule uses one chunking for both passes: the backward's,
 # which sets how finely the offload and the CPU steps are cut.
@@ -90,12 +94,13 @@ def pipelines() -> dict[str, netsim.Scenario]:
     ):
         out[f"pp_offload_{how}"] = (
             offload_pipeline(how),
-            f"10B model, 1F1B on 4 V100-class GPUs (PCIe Gen3), optimizer on the CPU: gradients "
-            f"to host memory, CPU Adam step, parameters back; {text}",
+            f"10B model, interleaved 1F1B (2 chunks) on 4 V100-class GPUs (PCIe Gen3), optimizer on "
+            f"each GPU's NUMA-node CPU: gradients to host memory, CPU Adam step, parameters back; {text}",
         )
     out["pp_offload_breadth_first"] = (
         offload_pipeline("breadth-first"),
-        f"10B model on 4 V100-class GPUs (PCIe Gen3), SPipe-style: parameters in host memory, "
+        f"10B model on 4 V100-class GPUs (PCIe Gen3), SPipe-style: parameters in host memory, optimizer "
+        f"on each GPU's NUMA-node CPU, "
         f"{SPIPE_CHUNKS} model chunks per GPU run breadth-first, each chunk's parameters prefetched "
         f"before its pass, its gradients offloaded and stepped on the CPU as soon as its backward ends",
     )
@@ -103,16 +108,23 @@ def pipelines() -> dict[str, netsim.Scenario]:
 
 
 def offload_pipeline(how: str, seq_len: int = 1024):
-    """The SPipe rows' 10B model on one 4-GPU V100 node with the optimizer on the CPU, `how` one of:
-    "serialized" (Megatron's 1F1B + CPU offload: every stage after the pipeline has flushed),
-    "overlapped" (1F1B, each stage offloading when its own backward ends, in 4 pieces) or
-    "breadth-first" (SPipe's schedule and per-chunk offload, each chunk in one piece as SPipe moves it).
+    """The SPipe rows' 10B model on one 4-GPU V100 node with the optimizer on the CPUs (one NUMA node per
+    GPU: its host memory and its CPU), `how` one of: "serialized" (Megatron's interleaved 1F1B + CPU offload:
+    every stage after the pipeline has flushed), "overlapped" (the same pipeline, each stage offloading when
+    its own backward ends, in 4 pieces) or "breadth-first" (SPipe's schedule and per-chunk offload, each
+    chunk in one piece as SPipe moves it).
     """
-    v100 = server4(pcie_bandwidth=PCIE3)
-    offload = lambda **kw: Offload(memory="mem0", cpu="cpu0", step_time=STEP_TIME, **kw)
+    v100 = pcie_server(4, sockets=1, numa_per_socket=4, pcie_bandwidth=PCIE3)
+    numa = {gpu: gpu.removeprefix("gpu") for gpu in v100.gpus()}
+    offload = lambda **kw: Offload(
+        memory={g: f"mem{i}" for g, i in numa.items()},
+        cpu={g: f"cpu{i}" for g, i in numa.items()},
+        step_time=STEP_TIME,
+        **kw,
+    )
     schedule, chunks, off = {
-        "serialized": ("1f1b", 1, offload(overlap=False)),
-        "overlapped": ("1f1b", 1, offload()),
+        "serialized": ("interleaved", MEGATRON_CHUNKS, offload(overlap=False)),
+        "overlapped": ("interleaved", MEGATRON_CHUNKS, offload()),
         "breadth-first": ("breadth-first", SPIPE_CHUNKS, offload(pieces=1)),
     }[how]
     return pipeline(

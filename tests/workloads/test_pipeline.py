@@ -489,8 +489,9 @@ def workload_examples():
 
 @functools.cache
 def spipe_speedup(seq: int) -> tuple[float, float]:
-    """(model, measured) Megatron / SPipe ratio on the 10B / 4 x V100 row at `seq`: 1F1B + serialized CPU
-    offload against SPipe's breadth-first chunks with per-chunk prefetch, offload and CPU step."""
+    """(model, measured) Megatron / SPipe ratio on the 10B / 4 x V100 row at `seq`: interleaved 1F1B +
+    serialized CPU offload against SPipe's breadth-first chunks with per-chunk prefetch, offload and CPU
+    step, each GPU on its own NUMA node."""
     examples = workload_examples()
     measured = spipe_rows()[(*examples.SPIPE_ROW[:2], str(seq), examples.SPIPE_ROW[3])]
     t = {}
@@ -500,7 +501,7 @@ def spipe_speedup(seq: int) -> tuple[float, float]:
     return float(t["serialized"] / t["breadth-first"]), measured["Megatron"] / measured["SPipe"]
 
 
-@pytest.mark.parametrize(("seq", "documented"), [(1024, 1.702), (2048, 1.761)])
+@pytest.mark.parametrize(("seq", "documented"), [(1024, 1.593), (2048, 1.460)])
 def test_breadth_first_offload_ratios_are_the_documented_ones(seq, documented):
     # docs/pipelines.md quotes these predictions (and their gap to the trace); a change shows here
     predicted, measured = spipe_speedup(seq)
@@ -508,14 +509,25 @@ def test_breadth_first_offload_ratios_are_the_documented_ones(seq, documented):
     assert predicted > measured > 1.0  # over-predicted: see the xfail below
 
 
-@pytest.mark.parametrize("seq", [1024, 2048])
-@pytest.mark.xfail(
-    strict=True,
-    reason="the model over-predicts SPipe's speedup: 1.702 vs measured 1.412 (+20.5 %) at seq 1024, "
-    "1.761 vs 1.359 (+29.5 %) at seq 2048; its breadth-first GPU pipeline is 22 % shorter than its 1F1B "
-    "where the measured SPipe GPU time is 5 % shorter than Megatron's (docs/pipelines.md, 'Where the gap is')",
+@pytest.mark.parametrize(
+    "seq",
+    [
+        pytest.param(
+            1024,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="the model over-predicts SPipe's speedup at seq 1024: 1.593 vs measured 1.412 (+12.8 %); "
+                "its breadth-first GPU pipeline is 9.4 % shorter than its interleaved baseline where SPipe's is "
+                "4.5 % shorter (one chunking for both passes where SPipe uses 2 forward and 6 backward chunks), "
+                "and it exposes 1.54 s of optimizer path where SPipe exposes 2.16 s (docs/pipelines.md)",
+            ),
+        ),
+        2048,
+    ],
 )
 def test_breadth_first_offload_within_10_percent_of_the_spipe_rows(seq):
+    # the model's two fitted numbers come from the Megatron row at seq 1024 alone: both SPipe rows and the
+    # seq 2048 baseline are predictions
     predicted, measured = spipe_speedup(seq)
     assert predicted == pytest.approx(measured, rel=0.10)
 
