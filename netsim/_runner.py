@@ -36,13 +36,23 @@ OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name 
 CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
 #: relative tolerance of the post-run byte balance (`check_finished`)
 CONSERVATION_RTOL = 1e-9
-#: points a batch on CPU runs in one vmap, chunk after chunk (`map_points`): a vmapped loop runs until its
-#: slowest point is done, each event for as many max-min rounds as its hardest point needs, so a wide vmap
-#: pays the batch's worst case at every step. Whole batch -> chunks of 16, same results bit for bit: the
-#: 256-point examples/sweep_pcie_random_bw.json 0.99 -> 0.45 s (8-64 points: 0.43-0.54 s); 1024 what-ifs of
-#: a 64-host leaf-spine permutation 1.21 -> 0.33 s, of the 8-GPU PCIe ring 4.55 -> 1.72 s. Other platforms
-#: run the whole batch as one vmap (a GPU wants the width; not measured there).
-CPU_CHUNK = 16
+#: items per point up to which a batch on CPU runs 4 points per vmap, chunk after chunk (`map_points`;
+#: above it, one point at a time). A vmapped loop runs until its slowest point is done, each event for as
+#: many max-min rounds as its hardest point needs, so a wide vmap pays the batch's worst case at every step;
+#: a few small points per vmap still share XLA's per-op cost. Second runs of `run_batch`, s (one vmap / 16
+#: points / 4 / 1 per vmap): 256-point examples/sweep_pcie_random_bw.json (112 items) 0.99 / 0.42 / 0.46 /
+#: 0.51; 1024 what-ifs of a 64-host leaf-spine permutation 1.21 / 0.34 / 0.29 / 0.29, of the 8-GPU PCIe
+#: ring 4.55 / 1.67 / 1.75 / 2.00; k=16 fat-tree random flows, 256 x 128 items - / 2.06 / 1.50 / 1.42,
+#: 64 x 256 items - / 1.55 / 1.17 / 0.94, 32 x 1024 items - / 11.5 / 7.3 / 4.9. Other platforms run the
+#: whole batch as one vmap (a GPU wants the width; not measured there).
+CHUNK_ITEMS = 128
+
+
+def cpu_chunk(items: int) -> int:
+    """Points per vmap of a batch of `items`-item points on CPU (see CHUNK_ITEMS)."""
+    return 4 if items <= CHUNK_ITEMS else 1
+
+
 # dimensions of one scenario's leaves, as kernels.run takes them
 _NDIM = {"capacity": 1, "latency": 1, "route": 2, "size": 1, "release": 1, "overhead": 1, "after": 2}
 # dimensions of one curve's arguments, as kernels.latency.load_latency takes them (the router's: 0)
@@ -103,14 +113,14 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
     `batch_axes` reads them); traceable: for use inside a jitted or differentiated function. The caller
     checks the returned `status` (and `find_fault` on the host, where it can)."""
     run = functools.partial(kernels.run, **options)
-    chunk = CPU_CHUNK if jax.default_backend() == "cpu" else None
+    chunk = cpu_chunk(np.shape(program.size)[-1]) if jax.default_backend() == "cpu" else None
     return map_points(run, batch_axes(network, program), (network, program), chunk)
 
 
 def map_points(fn: Callable, axes, args: tuple, chunk: int | None):
     """`jax.vmap(fn, in_axes=axes)(*args)`, or with `chunk`, the same in chunks of that many points run one
     after another (`lax.map` over vmaps, the last part vmapped alone): the same values, point for point.
-    See CPU_CHUNK."""
+    See CHUNK_ITEMS."""
     treedef = jax.tree.structure(args)
     leaves, leaf_axes = treedef.flatten_up_to(args), treedef.flatten_up_to(axes)
     batched = [x for x, ax in zip(leaves, leaf_axes, strict=True) if ax == 0]
@@ -442,7 +452,7 @@ def run_batch(
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
     items = int(np.shape(prog.size)[-1])
-    chunk = CPU_CHUNK if devices[0].platform == "cpu" else None
+    chunk = cpu_chunk(items) if devices[0].platform == "cpu" else None
     options = {
         "max_events": int(max_events),
         "keep": keep,
