@@ -119,8 +119,8 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
 
 def map_points(fn: Callable, axes, args: tuple, chunk: int | None):
     """`jax.vmap(fn, in_axes=axes)(*args)`, or with `chunk`, the same in chunks of that many points run one
-    after another (`lax.map` over vmaps, the last part vmapped alone): the same values, point for point.
-    See CHUNK_ITEMS."""
+    after another (`lax.map` over vmaps, the last part vmapped alone). Each point computes as in one vmap;
+    XLA may round the last bits differently in a vmap of a single point. See CHUNK_ITEMS."""
     treedef = jax.tree.structure(args)
     leaves, leaf_axes = treedef.flatten_up_to(args), treedef.flatten_up_to(axes)
     batched = [x for x, ax in zip(leaves, leaf_axes, strict=True) if ax == 0]
