@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,25 +31,49 @@ GPT = TransformerStage(hidden=4096, seq_len=2048, micro_batch=1, layers=8)
 A100_FLOPS = 150e12
 MICROBATCHES = 8
 
-# SPipe's spipe-v100 rows "10B, seq 1024 (and 2048), micro-batch 2, mini-batch 16, 1 node of 4 GPUs":
-# 32 layers of h = 5120 (10.1B parameters), 8 micro-batches, V100-class GPUs, PCIe Gen3 x16, each GPU's
-# process bound to its own NUMA node (SPipe's scripts), so each steps its optimizer on its own CPU.
-SPIPE_ROW = ("spipe-v100", "10", "1024", "1")
+# SPipe's rows (netsim/data/traces/train_spipe_expected.csv: 10B to 110B, seq 1024 or 2048, micro-batch 2,
+# mini-batch 16 per node, 1 to 8 nodes of 4 GPUs, one pipeline over all GPUs) as its scripts run them
+# (examples/models/llama2.sh, examples/run.sh, scripts/eval_speedup.sh): Llama-2-style models with a SwiGLU
+# MLP, full activation recomputation in both runs, each GPU's process bound to a NUMA node.
+#: model size -> (layers, hidden, MLP width, nodes)
+SPIPE_MODELS = {
+    "10": (48, 4096, 11008, 1),
+    "19": (48, 5632, 13312, 1),
+    "30": (96, 5120, 12800, 2),
+    "40": (96, 5888, 15360, 2),
+    "52": (96, 6656, 17920, 4),
+    "69": (96, 7680, 20480, 4),
+    "88": (192, 6144, 16384, 8),
+    "110": (192, 6912, 18432, 8),
+}
 SPIPE_SEQ_LENS = (1024, 2048)
-LLAMA10B = TransformerStage(hidden=5120, seq_len=1024, micro_batch=2, layers=8)
-PCIE3 = 12e9
-# The two fitted numbers, both on the baseline (Megatron's) seq-1024 run alone; SPipe's runs and seq 2048
-# are then predictions. Sustained FLOP/s: the baseline's GPU pipeline takes that row's gpu_latency (6.299 s).
-V100_FLOPS = 48.4e12
-# CPU seconds one NUMA node needs to step one stage's optimizer (2.5B parameters): the baseline's non-GPU
-# time is that row's elapsed - gpu_latency (11.540 - 6.299 s).
-STEP_TIME = 4.4
-# SPipe's Megatron baseline (`-j 1f1b_offload -f 2`): interleaved 1F1B with 2 model chunks per GPU.
+
+
+class SPipeMachine(NamedTuple):
+    """One of SPipe's clusters. `flops` (sustained FLOP/s) and `step_time` (CPU s to step one GPU's share of
+    the 10B model; other models scale it by their parameters per GPU) are the two fitted numbers, both on that
+    machine's Megatron 10B seq-1024 row alone: the model's GPU pipeline takes its gpu_latency and its
+    non-GPU time is its elapsed - gpu_latency. Every other row of the machine is a prediction."""
+
+    server: dict  # pcie_server keywords; GPU i sits in NUMA node i x nodes // 4, as the scripts bind it
+    flops: float
+    step_time: float
+
+
+SPIPE_MACHINES = {
+    # V100s on PCIe Gen3 x16, process i bound to its own NUMA node (`numactl --cpunodebind 3-i`)
+    "spipe-v100": SPipeMachine(dict(sockets=1, numa_per_socket=4, pcie_bandwidth=12e9), 64.9e12, 5.04),
+    # RTX 3090s (PCIe Gen4 x16; the host's generation is not stated), two processes per NUMA node
+    # (`numactl --cpunodebind i/2`), so two GPUs' steps share each node's CPU
+    "spipe-3090": SPipeMachine(dict(sockets=2, pcie_bandwidth=24e9), 55.7e12, 2.36),
+}
+# Both runs use SPipe's runtime: parameters in host memory, fetched per model chunk, each chunk's gradients
+# offloaded as its backward ends. The baseline (`-j 1f1b_offload -f 2`) is interleaved 1F1B with 2 chunks per
+# GPU and one CPU step per GPU after the whole backward (its fp16 optimizer's overflow check spans the
+# pipeline); SPipe (`-f 2 -b 6`, remapped) runs 2 forward chunks and 6 backward chunks per GPU breadth-first
+# and steps each backward chunk as soon as its gradients are in.
 MEGATRON_CHUNKS = 2
-# SPipe's runs (its scripts/eval_speedup.sh: -f 2 -b 6) split each GPU's layers into 2 forward and 6
-# backward chunks; netsim's breadth-first schedule uses one chunking for both passes: the backward's,
-# which sets how finely the offload and the CPU steps are cut.
-SPIPE_CHUNKS = 6
+SPIPE_FORWARD_CHUNKS, SPIPE_BACKWARD_CHUNKS = 2, 6
 
 
 def save(scenario: netsim.Scenario, name: str, description: str) -> None:
@@ -89,51 +114,86 @@ def pipelines() -> dict[str, netsim.Scenario]:
         "stage's gradients are ring-AllReduced across the servers over 100 Gb/s NICs",
     )
     for how, text in (
-        ("serialized", "every stage offloads after the whole pipeline has flushed"),
-        ("overlapped", "each stage offloads as soon as its backward ends, in 4 pipelined pieces"),
+        (
+            "serialized",
+            "as the measured baseline: parameters in host memory, each chunk fetched before it "
+            "runs and its gradients offloaded when its backward ends, each GPU's step after the whole "
+            "pipeline's backward",
+        ),
+        (
+            "overlapped",
+            "a what-if: parameters on the GPUs, each GPU offloading its gradients, stepping and "
+            "reloading its parameters as soon as its own backward ends, in 4 pipelined pieces",
+        ),
     ):
         out[f"pp_offload_{how}"] = (
             offload_pipeline(how),
-            f"10B model, interleaved 1F1B (2 chunks) on 4 V100-class GPUs (PCIe Gen3), optimizer on "
-            f"each GPU's NUMA-node CPU: gradients to host memory, CPU Adam step, parameters back; {text}",
+            f"10B model, interleaved 1F1B (2 chunks) on 4 V100-class GPUs (PCIe Gen3), a CPU Adam step on "
+            f"each GPU's NUMA node; {text}",
         )
     out["pp_offload_breadth_first"] = (
         offload_pipeline("breadth-first"),
         f"10B model on 4 V100-class GPUs (PCIe Gen3), SPipe-style: parameters in host memory, optimizer "
-        f"on each GPU's NUMA-node CPU, "
-        f"{SPIPE_CHUNKS} model chunks per GPU run breadth-first, each chunk's parameters prefetched "
-        f"before its pass, its gradients offloaded and stepped on the CPU as soon as its backward ends",
+        f"on each GPU's NUMA-node CPU, {SPIPE_FORWARD_CHUNKS} forward and {SPIPE_BACKWARD_CHUNKS} backward "
+        f"chunks per GPU run breadth-first, each chunk's parameters prefetched before its pass, each "
+        f"backward chunk's gradients offloaded and stepped on the CPU as soon as it ends",
     )
     return out
 
 
-def offload_pipeline(how: str, seq_len: int = 1024):
-    """The SPipe rows' 10B model on one 4-GPU V100 node with the optimizer on the CPUs (one NUMA node per
-    GPU: its host memory and its CPU), `how` one of: "serialized" (Megatron's interleaved 1F1B + CPU offload:
-    every stage after the pipeline has flushed), "overlapped" (the same pipeline, each stage offloading when
-    its own backward ends, in 4 pieces) or "breadth-first" (SPipe's schedule and per-chunk offload, each
-    chunk in one piece as SPipe moves it).
+def spipe_stage(size: str) -> TransformerStage:
+    """One GPU's share of an SPipe model (`size` in SPIPE_MODELS), at seq 1024."""
+    layers, hidden, mlp, nodes = SPIPE_MODELS[size]
+    return TransformerStage(
+        hidden=hidden,
+        seq_len=1024,
+        micro_batch=2,
+        layers=layers // (4 * nodes),
+        ffn_multiplier=3 * mlp / (2 * hidden),
+        recompute=True,
+    )
+
+
+def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v100", size: str = "10"):
+    """An SPipe row's model (`size` in SPIPE_MODELS) on its nodes of `machine` (SPIPE_MACHINES; several
+    nodes on one 100 Gb/s switch), one pipeline stage per GPU, the optimizer on the CPU of each GPU's NUMA
+    node, `how` one of: "serialized" (the measured Megatron baseline: interleaved 1F1B, parameters in host
+    memory, each GPU's step after the whole pipeline's backward), "overlapped" (a what-if: the same
+    pipeline with the parameters kept on the GPUs, each GPU offloading, stepping and reloading as soon as
+    its own backward ends, in 4 pipelined pieces) or "breadth-first" (SPipe's schedule, stepping each
+    backward chunk as soon as its gradients are in, in one piece as SPipe moves it).
     """
-    v100 = pcie_server(4, sockets=1, numa_per_socket=4, pcie_bandwidth=PCIE3)
-    numa = {gpu: gpu.removeprefix("gpu") for gpu in v100.gpus()}
+    spec, stage, nodes = SPIPE_MACHINES[machine], spipe_stage(size), SPIPE_MODELS[size][3]
+    server = pcie_server(4, **spec.server, nics=int(nodes > 1))
+    fabric = server if nodes == 1 else cluster(leaf_spine(1, 1, nodes, host_bandwidth=12.5e9), server)
+    numa = len(server.nodes_of("cpu"))
+    host = {  # GPU -> its NUMA node's name prefix and index
+        gpu: (gpu.removesuffix(f"gpu{i % 4}"), (i % 4) * numa // 4) for i, gpu in enumerate(fabric.gpus())
+    }
     offload = lambda **kw: Offload(
-        memory={g: f"mem{i}" for g, i in numa.items()},
-        cpu={g: f"cpu{i}" for g, i in numa.items()},
-        step_time=STEP_TIME,
+        memory={g: f"{pre}mem{n}" for g, (pre, n) in host.items()},
+        cpu={g: f"{pre}cpu{n}" for g, (pre, n) in host.items()},
+        step_time=spec.step_time * stage.parameters / spipe_stage("10").parameters,
         **kw,
     )
-    schedule, chunks, off = {
-        "serialized": ("interleaved", MEGATRON_CHUNKS, offload(overlap=False)),
-        "overlapped": ("interleaved", MEGATRON_CHUNKS, offload()),
-        "breadth-first": ("breadth-first", SPIPE_CHUNKS, offload(pieces=1)),
+    schedule, chunks, backward_chunks, off = {
+        "serialized": ("interleaved", MEGATRON_CHUNKS, None, offload(overlap=False, host_parameters=True)),
+        "overlapped": ("interleaved", MEGATRON_CHUNKS, None, offload()),
+        "breadth-first": (
+            "breadth-first",
+            SPIPE_FORWARD_CHUNKS,
+            SPIPE_BACKWARD_CHUNKS,
+            offload(pieces=1, host_parameters=True),
+        ),
     }[how]
     return pipeline(
-        v100,
-        v100.gpus(),
+        fabric,
+        fabric.gpus(),
         schedule=schedule,
         chunks=chunks,
-        microbatches=MICROBATCHES,
-        costs=dataclasses.replace(LLAMA10B, seq_len=seq_len).costs(V100_FLOPS),
+        backward_chunks=backward_chunks,
+        microbatches=MICROBATCHES * nodes,
+        costs=dataclasses.replace(stage, seq_len=seq_len).costs(spec.flops),
         offload=off,
         name=f"pp_offload_{how.replace('-', '_')}",
     )
@@ -209,32 +269,76 @@ def write() -> None:
         print(f"\n{name}: {len(scenario.flows)} flows, {len(scenario.tasks)} tasks\n{sched.table()}")
 
 
+def spipe_measured() -> dict[tuple[str, str, int], dict[str, tuple[float, float]]]:
+    """(machine, model size, seq) -> {"Megatron" | "SPipe": (elapsed s, gpu_latency s)} of the rows both
+    ran."""
+    from netsim.traces import read_trace
+
+    (table,) = read_trace(trace_path("train_spipe_expected.csv")).tables
+    out: dict = {}
+    for row in table.rows:
+        r = dict(zip(table.columns, row, strict=True))
+        if r["name"] in ("Megatron", "SPipe") and r["gpu_latency"]:
+            key = (r["cluster"], r["model_size"], int(r["seq"]))
+            out.setdefault(key, {})[r["name"]] = (
+                float(r["elapsed_time_ms"]) / 1e3,
+                float(r["gpu_latency"]) / 1e3,
+            )
+    return {k: v for k, v in out.items() if len(v) == 2}
+
+
+def spipe_predicted(machine: str, size: str, seq: int) -> dict[str, tuple[float, float]]:
+    """{"Megatron" | "SPipe": (iteration s, GPU pipeline s)} of the model on one SPipe row."""
+    out = {}
+    for name, how in (("Megatron", "serialized"), ("SPipe", "breadth-first")):
+        pipe = offload_pipeline(how, seq, machine=machine, size=size)
+        stats = pipe.stats(netsim.simulate(pipe.scenario()))
+        out[name] = (stats.iteration_time, stats.compute_time)
+    return out
+
+
 def report() -> None:
     from netsim.traces import read_trace
 
     (spipe,) = read_trace(trace_path("train_spipe_expected.csv")).tables
     rows = [dict(zip(spipe.columns, r, strict=True)) for r in spipe.rows]
-    for seq in SPIPE_SEQ_LENS:
-        row = (*SPIPE_ROW[:2], str(seq), SPIPE_ROW[3])
-        measured = {
-            r["name"]: r for r in rows if (r["cluster"], r["model_size"], r["seq"], r["nnode"]) == row
-        }
-        pipes = {how: offload_pipeline(how, seq) for how in ("serialized", "overlapped", "breadth-first")}
-        sim = {how: pipe.stats(netsim.simulate(pipe.scenario())) for how, pipe in pipes.items()}
-        ser, ovl, bf = sim["serialized"], sim["overlapped"], sim["breadth-first"]
-        meg, sp = (float(measured[k]["elapsed_time_ms"]) / 1e3 for k in ("Megatron", "SPipe"))
-        gpu = {k: float(measured[k]["gpu_latency"]) / 1e3 for k in ("Megatron", "SPipe")}
-        print(
-            f"\nSPipe row {row}: measured Megatron {meg:.3f} s (GPU {gpu['Megatron']:.3f} s), SPipe {sp:.3f} s "
-            f"(GPU {gpu['SPipe']:.3f} s), ratio {meg / sp:.3f}"
+    print(
+        "\nSPipe's rows, measured -> model (s; GPU = gpu_latency / the model's GPU pipeline), each machine fitted "
+        "on its Megatron 10B seq-1024 row alone;\nbound: the ratio if SPipe hid all CPU work (the model's "
+        "Megatron elapsed / its GPU pipeline)"
+    )
+    print(
+        f"{'machine':11s} {'size':>4s} {'seq':>5s} {'nodes':>5s}  {'Megatron (GPU)':>28s}  {'SPipe (GPU)':>28s}"
+        f"  {'ratio':>14s}  error   bound"
+    )
+    errors: dict[str, list[tuple[float, float]]] = {}
+    for (machine, size, seq), meas in spipe_measured().items():
+        model = spipe_predicted(machine, size, seq)
+        cell = lambda k, meas=meas, model=model: (
+            f"{meas[k][0]:6.2f} ({meas[k][1]:6.2f}) -> {model[k][0]:6.2f} ({model[k][1]:6.2f})"
         )
+        ratio = (meas["Megatron"][0] / meas["SPipe"][0], model["Megatron"][0] / model["SPipe"][0])
+        bound = model["Megatron"][0] / model["Megatron"][1]
+        errors.setdefault(machine, []).append((ratio[1] / ratio[0] - 1, bound / ratio[0] - 1))
         print(
-            f"model: serialized {ser.iteration_time:.3f} s (GPU pipeline {ser.compute_time:.3f} s), overlapped "
-            f"{ovl.iteration_time:.3f} s (ratio {ser.iteration_time / ovl.iteration_time:.3f}), breadth-first "
-            f"{bf.iteration_time:.3f} s (GPU {bf.compute_time:.3f} s; ratio "
-            f"{ser.iteration_time / bf.iteration_time:.3f}, {ser.iteration_time / bf.iteration_time / (meg / sp) - 1:+.1%} "
-            f"vs measured)"
+            f"{machine:11s} {size:>4s} {seq:5d} {SPIPE_MODELS[size][3]:5d}  {cell('Megatron')}  {cell('SPipe')}  "
+            f"{ratio[0]:.3f} -> {ratio[1]:.3f} {errors[machine][-1][0]:+6.1%} {errors[machine][-1][1]:+6.1%}",
+            flush=True,
         )
+    for machine, errs in errors.items():
+        e = np.abs(np.array(errs))
+        print(
+            f"{machine}: {len(e)} rows, |ratio error| mean {e[:, 0].mean():.1%}, max {e[:, 0].max():.1%}, "
+            f"within 10 % {int((e[:, 0] <= 0.10).sum())}; bound mean {e[:, 1].mean():.1%}, max {e[:, 1].max():.1%}"
+        )
+    ser, ovl = (
+        offload_pipeline(how).stats(netsim.simulate(offload_pipeline(how).scenario()))
+        for how in ("serialized", "overlapped")
+    )
+    print(
+        f"what-if on spipe-v100 10B seq 1024: parameters on the GPUs and each GPU's offload, step and reload as "
+        f"soon as its backward ends: {ovl.iteration_time:.3f} s against the baseline's {ser.iteration_time:.3f} s"
+    )
     both = {}
     for r in rows:
         if r["elapsed_time_ms"].isdigit():

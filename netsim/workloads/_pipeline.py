@@ -17,6 +17,7 @@ prefetch and per-chunk offload). See docs/pipelines.md for pictures and closed f
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -109,7 +110,9 @@ class TransformerStage:
     scores 4bs²h. Forward = GEMMs + scores; input gradient B = GEMMs + 2 x scores (both operands of
     QKᵀ and AV); weight gradient W = GEMMs (the scores have no weights). B + W = 2 x forward.
     Parameters: (4 + 2f)h² per layer (biases and norms left out). Activations sent between stages:
-    b·s·h values of `bytes_per_value` each.
+    b·s·h values of `bytes_per_value` each. A gated MLP (SwiGLU: three matrices of h x ffn) is
+    f = 3·ffn / 2h. With `recompute` (full activation recomputation, Megatron's
+    `--recompute-granularity full`) the backward reruns the forward first: B += forward.
     """
 
     hidden: int
@@ -118,6 +121,7 @@ class TransformerStage:
     layers: int
     ffn_multiplier: float = 4.0
     bytes_per_value: float = 2.0
+    recompute: bool = False
 
     def __post_init__(self):
         for name in ("hidden", "seq_len", "micro_batch", "layers"):
@@ -130,11 +134,13 @@ class TransformerStage:
         return self.layers * (4 + 2 * self.ffn_multiplier) * self.hidden**2
 
     def flops(self) -> tuple[float, float, float]:
-        """(forward, input-gradient, weight-gradient) FLOPs of the stage for one micro-batch."""
+        """(forward, input-gradient (recomputed forward included), weight-gradient) FLOPs of the stage for
+        one micro-batch."""
         b, s, h = self.micro_batch, self.seq_len, self.hidden
         gemm = 2 * b * s * h * h * (4 + 2 * self.ffn_multiplier) * self.layers
         scores = 4 * b * s * s * h * self.layers
-        return gemm + scores, gemm + 2 * scores, gemm
+        forward = gemm + scores
+        return forward, gemm + 2 * scores + (forward if self.recompute else 0), gemm
 
     def costs(self, device_flops: float, *, gradient_bytes_per_value: float | None = None) -> StageCosts:
         """StageCosts on a device that sustains `device_flops` FLOP/s.
@@ -159,28 +165,34 @@ class TransformerStage:
 class Offload:
     """Optimizer state kept in host memory; the optimizer step runs on a CPU.
 
-    After a stage's last backward op (and its data-parallel AllReduce), its gradients move GPU -> host
-    memory, the CPU steps the optimizer, and the new parameters move host -> GPU. With `overlap` (as in
-    SPipe-style systems) each stage starts as soon as its own backward is done, in `pieces` pipelined
-    parts (the transfer of part i+1 overlaps the step of part i); without it (1F1B + offload as in
-    Megatron/ZeRO-Offload runs) every stage waits for the whole pipeline to finish, then moves and steps
-    its state in one piece.
+    With the parameters on the GPU (Megatron / ZeRO-Offload runs), after a stage's last backward op (and
+    its data-parallel AllReduce) its gradients move GPU -> host memory, the CPU steps the optimizer, and
+    the new parameters move host -> GPU. With `overlap` each stage starts as soon as its own backward is
+    done, in `pieces` pipelined parts (the transfer of part i+1 overlaps the step of part i); without it
+    every stage waits for the whole pipeline to finish (the mixed-precision optimizer's global overflow
+    check), then moves and steps its state in one piece.
 
-    With the breadth-first schedule the parameters live in host memory, as in SPipe: each model chunk's
-    parameters move host -> GPU before each of its two passes (forward, backward), prefetched while the
-    previous pass runs (two chunks resident at most), and the offload works chunk by chunk: a chunk's
-    gradients go out and its step runs as soon as its backward has seen the last micro-batch, while the
-    device runs the backward of its other chunks. Nothing is reloaded: the next pass fetches the
-    parameters.
+    With `host_parameters` the parameters live in host memory, as in SPipe's runtime: each model chunk's
+    parameters move host -> GPU before the chunk runs, each chunk's gradients go to the host as soon as
+    its backward has seen the last micro-batch (while the device runs the rest of its backward), and
+    nothing is reloaded after the step: the next iteration fetches the parameters. The breadth-first
+    schedule needs it and works chunk by chunk (SPipe's stage optimizer): each chunk's parameters are
+    fetched before each of its passes, prefetched while the previous pass runs (two chunks resident at
+    most), and each chunk is stepped as soon as its gradients are in. Other schedules fetch each chunk
+    once (all of a device's chunks stay resident) and step the device's whole state once its gradients
+    are in (`overlap`) or after every device's backward (not `overlap`).
 
     Attributes:
         memory: host memory node the gradients go to: one name, or a mapping GPU -> node.
         cpu: device name of the CPU that runs the step: one name, or a mapping GPU -> CPU.
         step_time: s the CPU needs to step one stage's optimizer state alone (steps sharing a CPU share it;
-            a chunk's step takes step_time / chunks).
-        overlap: start each stage's (chunk's) offload when its backward is done (True) or after the whole
-            pipeline.
-        pieces: parts each stage's (chunk's) offload is split into when overlapping.
+            a breadth-first chunk's step takes step_time / chunks).
+        overlap: start each stage's (chunk's) offload or step when its own backward is done (True) or
+            after the whole pipeline.
+        pieces: parts each stage's (breadth-first chunk's) gradients and step are split into when
+            overlapping (not used by other schedules with host_parameters, which move each chunk's
+            gradients in one piece).
+        host_parameters: parameters in host memory, fetched before use (see above).
     """
 
     memory: str | Mapping[str, str]
@@ -188,6 +200,7 @@ class Offload:
     step_time: float
     overlap: bool = True
     pieces: int = 4
+    host_parameters: bool = False
 
     def __post_init__(self):
         object.__setattr__(
@@ -215,7 +228,7 @@ class Op(NamedTuple):
 
 
 def pipeline_order(
-    schedule: str, stages: int, microbatches: int, chunks: int = 1
+    schedule: str, stages: int, microbatches: int, chunks: int = 1, backward_chunks: int | None = None
 ) -> tuple[tuple[Op, ...], ...]:
     """The op order on each of `stages` devices (device d holds virtual stages d, d + p, ...).
 
@@ -226,6 +239,9 @@ def pipeline_order(
     al., ICLR'24, "ZB-H1"). breadth-first: each device runs its `chunks` model chunks one at a time,
     each over all micro-batches: the forwards of chunks 0, 1, ..., then the backwards of the chunks in
     reverse (SPipe's schedule; Lamy-Poirier, "Breadth-First Pipeline Parallelism", MLSys'23).
+    `backward_chunks` (breadth-first only; None: chunks) cuts the backward pass into other chunks than
+    the forward, as SPipe's remapping does: backward virtual stage b (of p x backward_chunks) lives on
+    device b mod p, whatever device ran those layers' forward.
 
     Raises:
         ScenarioError: unknown schedule, counts < 1, chunks != 1 outside interleaved and breadth-first,
@@ -242,6 +258,12 @@ def pipeline_order(
             f"chunks: only the interleaved and breadth-first schedules have model chunks, got chunks={v} "
             f"with schedule {schedule!r}"
         )
+    vb = v if backward_chunks is None else _count(backward_chunks, "backward_chunks")
+    if schedule != "breadth-first" and vb != v:
+        raise ScenarioError(
+            f"backward_chunks: only the breadth-first schedule cuts its backward pass into other chunks, "
+            f"got backward_chunks={vb} with schedule {schedule!r} and chunks={v}"
+        )
     if schedule == "interleaved" and m % p:
         raise ScenarioError(
             f"microbatches: the interleaved schedule needs a multiple of stages={p} "
@@ -252,7 +274,7 @@ def pipeline_order(
         "1f1b": _one_f_one_b,
         "interleaved": _interleaved,
         "zb-h1": _zb_h1,
-        "breadth-first": _breadth_first,
+        "breadth-first": functools.partial(_breadth_first, vb=vb),
     }[schedule]
     return tuple(tuple(build(d, p, m, v)) for d in range(p))
 
@@ -307,11 +329,11 @@ def _zb_h1(d: int, p: int, m: int, v: int) -> list[Op]:
     return ops + [Op(BACKWARD_WEIGHT, k, d) for k in waiting]
 
 
-def _breadth_first(d: int, p: int, m: int, v: int) -> list[Op]:
+def _breadth_first(d: int, p: int, m: int, v: int, *, vb: int) -> list[Op]:
     # no bubble between chunks once m >= p: micro-batch 0 leaves the last device before the first
     # device has run chunk c's m micro-batches
     forwards = [Op(FORWARD, k, c * p + d) for c in range(v) for k in range(m)]
-    return forwards + [Op(BACKWARD, k, c * p + d) for c in reversed(range(v)) for k in range(m)]
+    return forwards + [Op(BACKWARD, k, c * p + d) for c in reversed(range(vb)) for k in range(m)]
 
 
 class Span(NamedTuple):
@@ -352,7 +374,8 @@ class Pipeline:
         fabric: the topology the flows are routed on.
         devices: replicas x stages device names.
         order: per stage index, the op order every replica runs.
-        schedule, microbatches, chunks, costs: the inputs.
+        schedule, microbatches, chunks, costs, backward_chunks: the inputs (backward_chunks = chunks when
+            not given).
     """
 
     workload: Workload
@@ -363,6 +386,7 @@ class Pipeline:
     microbatches: int
     chunks: int
     costs: StageCosts
+    backward_chunks: int
 
     def scenario(self, *, name: str | None = None) -> Scenario:
         return self.workload.scenario(self.fabric, name=name)
@@ -396,6 +420,7 @@ def pipeline(
     costs: StageCosts,
     schedule: str = "1f1b",
     chunks: int = 1,
+    backward_chunks: int | None = None,
     allreduce: AllReduce | None = None,
     optimizer_time: float = 0.0,
     offload: Offload | None = None,
@@ -411,40 +436,55 @@ def pipeline(
         costs: per-stage, per-micro-batch compute times (s) and message sizes (bytes).
         schedule: one of SCHEDULES.
         chunks: model chunks per device (v) for the interleaved and breadth-first schedules; each
-            costs 1/v of a stage. Breadth-first reduces, offloads and steps each chunk's state (1/v of
-            the stage's) on its own, as soon as the chunk's backward is done.
+            costs 1/v of a stage. Breadth-first (and `offload` with host_parameters) reduces and
+            offloads each (backward) chunk's state on its own, as soon as the chunk's backward is done.
+        backward_chunks: breadth-first only: chunks per device of the backward pass (None: chunks), each
+            1/backward_chunks of a stage, on the devices in turn whatever device ran their forward (SPipe's
+            remapping: its `-f 2 -b 6` runs). A backward chunk whose input checkpoint was computed on
+            another device receives it (activation_bytes per micro-batch) after that forward; offload,
+            reduction and optimizer work per backward chunk.
         allreduce: builds the data-parallel gradient AllReduce of `gradient_bytes` over one rank per
             replica (default: netsim.workloads.collectives' ring allreduce). Used with >= 2 replicas.
         optimizer_time: s of an on-GPU optimizer step after the gradients are reduced (0: none).
-            Ignored with `offload`, whose step runs on the CPU. Breadth-first steps each chunk for
-            optimizer_time / v after its backward, sharing the GPU with the backwards still to run.
+            Ignored with `offload`, whose step runs on the CPU. Breadth-first steps each backward chunk
+            for its share of optimizer_time after its backward, sharing the GPU with the backwards still
+            to run.
         offload: keep the optimizer on the host (see Offload).
         name: workload name.
 
     Raises:
-        ScenarioError: a device not on the fabric or used twice, replicas of unequal length, or any
-            problem pipeline_order reports.
+        ScenarioError: a device not on the fabric or used twice, replicas of unequal length, a
+            breadth-first offload without host_parameters, or any problem pipeline_order reports.
     """
     if not isinstance(costs, StageCosts):
         raise ScenarioError(f"costs: expected a StageCosts, got {type(costs).__name__}")
     nodes = {n for link in fabric.links for n in (link.src, link.dst)}
     rows = _replicas(devices, nodes)
     p = len(rows[0])
-    order = pipeline_order(schedule, p, microbatches, chunks)
+    order = pipeline_order(schedule, p, microbatches, chunks, backward_chunks)
     optimizer_time = quantity(optimizer_time, "time", "optimizer_time")
     v = chunks
-    n_stages = p * v
+    vb = v if backward_chunks is None else backward_chunks
+    n_stages = {FORWARD: p * v, BACKWARD: p * vb, BACKWARD_INPUT: p * vb, BACKWARD_WEIGHT: p * vb}
     duration = {
         FORWARD: costs.forward / v,
-        BACKWARD: costs.backward / v,
-        BACKWARD_INPUT: costs.backward_input / v,
-        BACKWARD_WEIGHT: costs.backward_weight / v,
+        BACKWARD: costs.backward / vb,
+        BACKWARD_INPUT: costs.backward_input / vb,
+        BACKWARD_WEIGHT: costs.backward_weight / vb,
     }
 
-    # The optimizer works on units: a device's whole state, or (breadth-first) each chunk's, keyed by
-    # its virtual stage; `share` is the unit's part of the stage's gradients and step.
-    per_chunk = schedule == "breadth-first"
-    share = v if per_chunk else 1
+    # The optimizer works on units: a device's whole state, or (breadth-first, parameters on the host)
+    # each chunk's, keyed by its (backward) virtual stage; `share` is the unit's part of the stage's
+    # gradients and step.
+    breadth_first = schedule == "breadth-first"
+    host = offload is not None and offload.host_parameters
+    if breadth_first and offload is not None and not host:
+        raise ScenarioError(
+            "Offload.host_parameters: the breadth-first schedule fetches each chunk's parameters from "
+            "host memory before each pass; set host_parameters=True"
+        )
+    per_chunk = breadth_first or host
+    share = vb if per_chunk else 1
     flows: list[Flow] = []
     tasks: list[Task] = []
     done: dict[int, list[str]] = {}  # unit -> what its optimizer waits on (one id per replica)
@@ -456,9 +496,16 @@ def pipeline(
             last: dict[int, str] = {}  # unit -> its last op on this device
             fetched = (
                 _prefetch(
-                    flows, pre, ops, row[d], _host_memory(offload, row[d], nodes), costs.reload_bytes / v
+                    flows,
+                    pre,
+                    ops,
+                    row[d],
+                    _host_memory(offload, row[d], nodes),
+                    costs.reload_bytes,
+                    (v, vb),
+                    per_pass=breadth_first,
                 )
-                if per_chunk and offload is not None
+                if host
                 else {}
             )
             for op in ops:
@@ -480,7 +527,7 @@ def pipeline(
                             costs.activation_bytes,
                         )
                     )
-                elif op.kind in (BACKWARD, BACKWARD_INPUT) and s < n_stages - 1:
+                elif op.kind in (BACKWARD, BACKWARD_INPUT) and s < n_stages[op.kind] - 1:
                     after.append(
                         _message(
                             flows,
@@ -494,9 +541,14 @@ def pipeline(
                             costs.activation_bytes,
                         )
                     )
+                if op.kind in (BACKWARD, BACKWARD_INPUT) and vb != v:
+                    after.append(
+                        _checkpoint(flows, pre, k, s * v // vb, s, device_of, costs.activation_bytes)
+                    )
                 prev = pre + op.id
                 tasks.append(Task(prev, row[d], duration[op.kind], after=tuple(after)))
-                last[s if per_chunk else d] = prev
+                if op.kind != FORWARD:  # a unit's state is done with its last backward op
+                    last[s if per_chunk else d] = prev
             for unit, i in last.items():
                 done.setdefault(unit, []).append(i)
 
@@ -509,7 +561,11 @@ def pipeline(
             extra.append(_waiting(ring, done[unit]))
             done[unit] = list(ring.sinks())
     if offload is not None:
-        extra.append(_offload(offload, rows, costs, done, nodes, chunks=v if per_chunk else None))
+        extra.append(
+            _offload(
+                offload, rows, costs, done, nodes, chunks=vb if host else None, chunk_steps=breadth_first
+            )
+        )
     elif optimizer_time > 0:
         unit_id = lambda unit: f"s{unit}" if per_chunk else f"d{unit}"
         extra.append(
@@ -530,7 +586,15 @@ def pipeline(
     for w in extra:
         workload = workload + w
     return Pipeline(
-        dataclasses.replace(workload, name=name), fabric, rows, order, schedule, microbatches, chunks, costs
+        dataclasses.replace(workload, name=name),
+        fabric,
+        rows,
+        order,
+        schedule,
+        microbatches,
+        chunks,
+        costs,
+        vb,
     )
 
 
@@ -554,40 +618,70 @@ def _message(
     return fid
 
 
+def _checkpoint(flows: list[Flow], pre: str, k: int, src_stage: int, dst_stage: int, device_of, size: float):
+    """The input checkpoint of backward chunk `dst_stage` for micro-batch k: computed by forward chunk
+    `src_stage` (which holds the backward chunk's first layer), sent after it if on another device."""
+    src, dst = device_of(src_stage), device_of(dst_stage)
+    producer = pre + Op(FORWARD, k, src_stage).id
+    if src == dst:
+        return producer
+    fid = f"{pre}ckpt{k}.f{src_stage}-s{dst_stage}"
+    flows.append(Flow(fid, src, dst, size, after=(producer,)))
+    return fid
+
+
 def _prefetch(
-    flows: list[Flow], pre: str, ops: Sequence[Op], gpu: str, mem: str, size: float
+    flows: list[Flow],
+    pre: str,
+    ops: Sequence[Op],
+    gpu: str,
+    mem: str,
+    size: float,
+    chunks: tuple[int, int],
+    *,
+    per_pass: bool,
 ) -> dict[str, str]:
-    """Host -> GPU parameter fetches of a device's passes (runs of ops of one kind and virtual stage),
-    one after the other on one copy stream; a pass's fetch also waits until the pass two before it has
-    ended, so that at most two chunks' parameters are on the GPU (SPipe's prefetch). Returns first op
-    id -> the fetch it waits on."""
+    """Host -> GPU parameter fetches of a device's chunks, one after the other on one copy stream, each
+    `size` / the chunks per device of its pass (forward, backward). per_pass: a fetch before each pass
+    (a run of ops of one kind and virtual stage), which also waits until the pass two before it has
+    ended, so that at most two chunks' parameters are on the GPU (SPipe's prefetch); else one fetch per
+    chunk before its first op, all chunks staying resident. Returns first op id -> the fetch it waits on."""
     passes: list[list[Op]] = []
     for op in ops:
-        if passes and (passes[-1][0].kind, passes[-1][0].stage) == (op.kind, op.stage):
+        if per_pass and passes and (passes[-1][0].kind, passes[-1][0].stage) == (op.kind, op.stage):
             passes[-1].append(op)
-        else:
+        elif per_pass or all(op.stage != q[0].stage for q in passes):
             passes.append([op])
     fetched: dict[str, str] = {}
     for j, ops_j in enumerate(passes):
         kind, stage = ops_j[0].kind, ops_j[0].stage
-        fid = f"{pre}fetch.{kind}.s{stage}"
-        after = ([fetched[pre + passes[j - 1][0].id]] if j else []) + (
-            [pre + passes[j - 2][-1].id] if j >= 2 else []
-        )
-        flows.append(Flow(fid, mem, gpu, size, after=tuple(after)))
+        fid = f"{pre}fetch.{kind}.s{stage}" if per_pass else f"{pre}fetch.s{stage}"
+        after = [fetched[pre + passes[j - 1][0].id]] if j else []
+        if per_pass and j >= 2:
+            after.append(pre + passes[j - 2][-1].id)
+        flows.append(Flow(fid, mem, gpu, size / chunks[kind != FORWARD], after=tuple(after)))
         fetched[pre + ops_j[0].id] = fid
     return fetched
 
 
 def _offload(
-    off: Offload, rows, costs: StageCosts, done: dict[int, list[str]], nodes: set[str], *, chunks: int | None
+    off: Offload,
+    rows,
+    costs: StageCosts,
+    done: dict[int, list[str]],
+    nodes: set[str],
+    *,
+    chunks: int | None,
+    chunk_steps: bool,
 ) -> Workload:
-    """Gradients GPU -> host, CPU step and (per stage) parameters back, for each unit of `done`.
+    """Gradients GPU -> host, CPU step and (parameters on the GPU) parameters back, for each unit of `done`.
 
-    chunks: None for one unit per device (keyed by device index); else the chunks per device of a
-    breadth-first schedule, `done` keyed by virtual stage: each chunk moves 1/chunks of the stage's
-    gradients and steps for 1/chunks of step_time, in the device's backward order on one copy stream
-    and one CPU thread, and nothing is reloaded (the next pass fetches the parameters).
+    chunks: None for one unit per device (keyed by device index), reloaded after its step; else the
+    chunks per device, parameters on the host, `done` keyed by virtual stage: each chunk moves 1/chunks
+    of the stage's gradients, in the device's backward order on one copy stream, and nothing is
+    reloaded (the next pass fetches the parameters). chunk_steps: each chunk is also stepped for
+    1/chunks of step_time on one CPU thread as soon as its gradients are in; else the device's state is
+    stepped once, after its last chunk's gradients (and, without overlap, every device's backward).
     """
     flows: list[Flow] = []
     tasks: list[Task] = []
@@ -598,6 +692,15 @@ def _offload(
         for d, gpu in enumerate(row):
             mem, cpu = _host_memory(off, gpu, nodes), off.cpu_of(gpu)
             units = [d] if chunks is None else sorted((u for u in done if u % len(row) == d), reverse=True)
+            if chunks is not None and not chunk_steps:
+                d2h: tuple[str, ...] = ()
+                for unit in units:
+                    after = (*done[unit], *d2h)
+                    d2h = (f"r{r}/offload.s{unit}/d2h",)
+                    flows.append(Flow(d2h[0], gpu, mem, costs.gradient_bytes / chunks, after=after))
+                wait = d2h if off.overlap else (*d2h, *barrier)
+                tasks.append(Task(f"r{r}/offload.d{d}/step", cpu, off.step_time, after=wait))
+                continue
             prev = {"d2h": (), "step": (), "h2d": ()}  # the copy stream's and the CPU thread's last item
             for unit in units:
                 pre = f"r{r}/offload.d{d}" if chunks is None else f"r{r}/offload.s{unit}"
