@@ -4,6 +4,7 @@ CPU offload, validation, and every examples/pp_*.json."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import itertools
@@ -348,6 +349,17 @@ def host_fabric(pcie: float) -> Topology:
     return Topology("host", links, {**{g: "gpu" for g in GPUS}, **{f"mem{g}": "mem" for g in GPUS}})
 
 
+# per stage and micro-batch: T_F = 1, T_B = 2, G = 2 GB of gradients, P = 1 GB of parameters
+OFFLOAD_COSTS = StageCosts(
+    forward=1.0, backward_input=2.0, activation_bytes=1e6, gradient_bytes=2e9, parameter_bytes=1e9
+)
+
+
+def own_cpus(**kw) -> Offload:
+    """Each GPU's optimizer on its own host memory and CPU, a 3 s step per stage."""
+    return Offload(memory={g: f"mem{g}" for g in GPUS}, cpu={g: f"cpu{g}" for g in GPUS}, step_time=3.0, **kw)
+
+
 @pytest.mark.parametrize("overlap", [False, True])
 def test_offload_closed_forms(overlap):
     # Per stage: gradients G over PCIe (a = G / bw), CPU step b, parameters P back (c = P / bw), each on its
@@ -355,17 +367,8 @@ def test_offload_closed_forms(overlap):
     # in k pieces: a three-stage pipeline of k pieces from the stage's own last backward; stage 0 ends last,
     # at T_pipe, so T = T_pipe + (a + b + c)/k + (k - 1) max(a, b, c)/k.
     p, m, k, bw = 4, 8, 4, 1e9
-    costs = StageCosts(
-        forward=1.0, backward_input=2.0, activation_bytes=1e6, gradient_bytes=2e9, parameter_bytes=1e9
-    )
-    off = Offload(
-        memory={g: f"mem{g}" for g in GPUS},
-        cpu={g: f"cpu{g}" for g in GPUS},
-        step_time=3.0,
-        overlap=overlap,
-        pieces=k,
-    )
-    pipe = pipeline(host_fabric(bw), GPUS, schedule="1f1b", microbatches=m, costs=costs, offload=off)
+    off = own_cpus(overlap=overlap, pieces=k)
+    pipe = pipeline(host_fabric(bw), GPUS, schedule="1f1b", microbatches=m, costs=OFFLOAD_COSTS, offload=off)
     _, stats = run(pipe)
     a, b, c = 2.0, 3.0, 1.0
     t_pipe = (m + p - 1) * 3.0
@@ -387,16 +390,8 @@ def test_breadth_first_offload_closed_form(pieces, tail):
     # other chunk (s2) ended at 11.5 s and its offload at 14 s < 15.5 s, device 1's last one (s1) at
     # 13.5 + 2.5 = 16 s: neither delays it.
     p, m, v, bw = 2, 2, 2, 1e9
-    costs = StageCosts(
-        forward=2.0, backward_input=4.0, activation_bytes=1e6, gradient_bytes=2e9, parameter_bytes=1e9
-    )
-    off = Offload(
-        memory={g: f"mem{g}" for g in GPUS},
-        cpu={g: f"cpu{g}" for g in GPUS},
-        step_time=3.0,
-        pieces=pieces,
-        host_parameters=True,
-    )
+    costs = dataclasses.replace(OFFLOAD_COSTS, forward=2.0, backward_input=4.0)
+    off = own_cpus(pieces=pieces, host_parameters=True)
     pipe = pipeline(
         host_fabric(bw),
         GPUS[:p],
@@ -461,18 +456,10 @@ def test_host_parameters_closed_form(overlap):
     # T = 0.5 + 28.5 + 1 + 3 = 33 s. Nothing is reloaded. Device 3 ends earlier: it steps as soon as its own
     # gradients are in (overlap) or after the whole pipeline's backward (the barrier).
     p, m, v, bw = 4, 8, 2, 1e9
-    costs = StageCosts(
-        forward=1.0, backward_input=2.0, activation_bytes=1e6, gradient_bytes=2e9, parameter_bytes=1e9
-    )
-    off = Offload(
-        memory={g: f"mem{g}" for g in GPUS},
-        cpu={g: f"cpu{g}" for g in GPUS},
-        step_time=3.0,
-        overlap=overlap,
-        host_parameters=True,
-    )
+    off = own_cpus(overlap=overlap, host_parameters=True)
+    fabric = host_fabric(bw)
     pipe = pipeline(
-        host_fabric(bw), GPUS, schedule="interleaved", chunks=v, microbatches=m, costs=costs, offload=off
+        fabric, GPUS, schedule="interleaved", chunks=v, microbatches=m, costs=OFFLOAD_COSTS, offload=off
     )
     result, stats = run(pipe)
     assert stats.compute_time == pytest.approx(0.5 + (m + (p - 1) / v) * 3.0, rel=1e-12)
