@@ -2,6 +2,7 @@
 
     python examples/make_workload_examples.py            # rewrite the files and print what each shows
     python examples/make_workload_examples.py --report   # also compare with the measured traces in netsim/data/traces/
+    python examples/make_workload_examples.py --report --plot docs/spipe_rows.png   # and draw the SPipe rows
 
 Every file is a plain scenario: `netsim run examples/pp_1f1b.json --trace pp_1f1b.trace.json` simulates it
 and writes a Perfetto timeline. The numbers quoted in docs/pipelines.md and docs/jobs.md come from --report.
@@ -297,7 +298,35 @@ def spipe_predicted(machine: str, size: str, seq: int) -> dict[str, tuple[float,
     return out
 
 
-def report() -> None:
+def plot_spipe(points: dict[str, list[tuple[float, float, float]]], out: str) -> None:
+    """Measured against predicted Megatron / SPipe speedups, one marker per machine: docs/spipe_rows.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    for k, (machine, rows) in enumerate(points.items()):
+        measured, model, bound = np.array(rows).T
+        ax.plot(measured, model, "o", color=f"C{k}", ms=5, label=f"{machine}: netsim")
+        ax.plot(
+            measured, bound, "x", color=f"C{k}", ms=5, alpha=0.6, label=f"{machine}: SPipe hides all CPU work"
+        )
+    lo, hi = 1.0, 2.0
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+    for f in (0.9, 1.1):
+        ax.plot([lo, hi], [lo * f, hi * f], "k:", lw=0.6)
+    ax.set_xlim(lo, 1.6)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured Megatron / SPipe iteration time")
+    ax.set_ylabel("predicted")
+    ax.set_title("SPipe's 27 rows, two numbers fitted per machine (dotted: ±10 %)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def report(plot: str | None = None) -> None:
     from netsim.traces import read_trace
 
     (spipe,) = read_trace(trace_path("train_spipe_expected.csv")).tables
@@ -312,6 +341,7 @@ def report() -> None:
         f"  {'ratio':>14s}  error   bound"
     )
     errors: dict[str, list[tuple[float, float]]] = {}
+    points: dict[str, list[tuple[float, float, float]]] = {}  # machine -> (measured, model, bound) ratios
     for (machine, size, seq), meas in spipe_measured().items():
         model = spipe_predicted(machine, size, seq)
         cell = lambda k, meas=meas, model=model: (
@@ -320,6 +350,7 @@ def report() -> None:
         ratio = (meas["Megatron"][0] / meas["SPipe"][0], model["Megatron"][0] / model["SPipe"][0])
         bound = model["Megatron"][0] / model["Megatron"][1]
         errors.setdefault(machine, []).append((ratio[1] / ratio[0] - 1, bound / ratio[0] - 1))
+        points.setdefault(machine, []).append((*ratio, bound))
         print(
             f"{machine:11s} {size:>4s} {seq:5d} {SPIPE_MODELS[size][3]:5d}  {cell('Megatron')}  {cell('SPipe')}  "
             f"{ratio[0]:.3f} -> {ratio[1]:.3f} {errors[machine][-1][0]:+6.1%} {errors[machine][-1][1]:+6.1%}",
@@ -331,6 +362,8 @@ def report() -> None:
             f"{machine}: {len(e)} rows, |ratio error| mean {e[:, 0].mean():.1%}, max {e[:, 0].max():.1%}, "
             f"within 10 % {int((e[:, 0] <= 0.10).sum())}; bound mean {e[:, 1].mean():.1%}, max {e[:, 1].max():.1%}"
         )
+    if plot:
+        plot_spipe(points, plot)
     ser, ovl = (
         offload_pipeline(how).stats(netsim.simulate(offload_pipeline(how).scenario()))
         for how in ("serialized", "overlapped")
@@ -378,7 +411,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--report", action="store_true", help="compare with netsim/data/traces and print the numbers"
     )
+    parser.add_argument("--plot", metavar="PNG", help="with --report: draw the SPipe rows there")
     args = parser.parse_args()
     write()
     if args.report:
-        report()
+        report(args.plot)
