@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import netsim
 from netsim import Flow, ScenarioError
@@ -497,6 +499,39 @@ def test_remapped_backward_chunks_hand_solved():
     assert ckpts == {f"r0/ckpt{k}.{f}" for k in range(2) for f in ("f1-s2", "f0-s1")}
     plain = pipeline(chain(2), GPUS[:2], schedule="breadth-first", microbatches=2, costs=costs)
     assert run(plain)[1].iteration_time == pytest.approx(18.0, rel=1e-12)
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(p=st.integers(2, 3), m=st.integers(1, 4), v=st.integers(1, 2), vb=st.integers(1, 3))
+def test_any_backward_chunking_is_causal_and_keeps_the_compute(p, m, v, vb):
+    # Whatever the two passes' chunkings, on links with bandwidth and latency: every device computes
+    # m (T_F + T_B) in all and runs its ops one at a time, and a backward op starts only after the
+    # gradient of the chunk after it and the loss (the last forward of its micro-batch, itself after the
+    # forward that computed the op's input checkpoint; the checkpoint flows are checked by hand above).
+    costs = StageCosts(forward=1.0, backward_input=2.0, activation_bytes=1e6)
+    pipe = pipeline(
+        chain(p, bandwidth=1e8, latency=1e-3),
+        GPUS[:p],
+        schedule="breadth-first",
+        chunks=v,
+        backward_chunks=vb,
+        microbatches=m,
+        costs=costs,
+    )
+    result, stats = run(pipe)
+    eps = 1e-9
+    for dev, ops in pipe.compute_ops().items():
+        assert stats.busy[dev] == pytest.approx(m * 3.0, rel=1e-9)
+        spans = [(result.task(i).start, result.task(i).finish) for i, _ in ops]
+        assert all(a[1] <= b[0] + eps for a, b in itertools.pairwise(spans)), dev
+        for i, op in ops:
+            if op.kind == "F":
+                continue
+            start, k = result.task(i).start, op.microbatch
+            before = [f"r0/F{k}.s{op.stage * v // vb}", f"r0/F{k}.s{p * v - 1}"]
+            if op.stage < p * vb - 1:
+                before.append(f"r0/BW{k}.s{op.stage + 1}")
+            assert all(start >= result.task(j).finish - eps for j in before), i
 
 
 def spipe_rows():
