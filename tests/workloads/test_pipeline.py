@@ -189,6 +189,30 @@ def test_engine_matches_longest_path_oracle(schedule, v):
         assert (got.start, got.finish) == pytest.approx((start, finish), rel=1e-12, abs=1e-12), i
 
 
+@pytest.mark.parametrize(
+    ("schedule", "v", "vb"), [("breadth-first", 2, 3), ("breadth-first", 1, 2), ("interleaved", 2, None)]
+)
+def test_host_parameters_and_remapped_chunks_match_longest_path_oracle(schedule, v, vb):
+    # The same oracle with the parameters in host memory (fetches, per-chunk gradient offloads, CPU steps
+    # on each GPU's own CPU) and, breadth-first, backward chunks remapped across the GPUs (checkpoint flows):
+    # links with latency and no bandwidth limit, one CPU thread per GPU, so again nothing is shared.
+    links = [x for i in range(3) for x in cable(f"g{i}", f"g{i + 1}", IDEAL, 0.125)]
+    links += [x for g in GPUS for x in cable(g, f"mem{g}", IDEAL, 0.0625)]
+    fabric = Topology("host", links, {**{g: "gpu" for g in GPUS}, **{f"mem{g}": "mem" for g in GPUS}})
+    costs = dataclasses.replace(OFFLOAD_COSTS, backward_input=1.5)
+    off = own_cpus(host_parameters=True, pieces=2)
+    split = {"chunks": v, "backward_chunks": vb}
+    pipe = pipeline(fabric, GPUS, schedule=schedule, **split, microbatches=8, costs=costs, offload=off)
+    scenario = pipe.scenario()
+    assert any("fetch" in f.id for f in scenario.flows) and any("step" in t.id for t in scenario.tasks)
+    assert any("ckpt" in f.id for f in scenario.flows) == (vb is not None)
+    result = simulate(scenario)
+    expect = longest_path(result.compiled.scenario)
+    for i, (start, finish) in expect.items():
+        got = result.timing(i)
+        assert (got.start, got.finish) == pytest.approx((start, finish), rel=1e-12, abs=1e-12), i
+
+
 @pytest.mark.parametrize(("schedule", "v"), [("gpipe", 1), ("1f1b", 1), ("interleaved", 2), ("zb-h1", 1)])
 def test_causality_under_contention(schedule, v):
     # A slow shared fabric (every stage hangs off one switch, 1 GB/s links) with a background flow:
