@@ -5,8 +5,9 @@ A schedule is an order of compute ops on each stage device. The compiler turns e
 its device, chained to the device's previous op with an `after` edge (tasks that overlap on one device
 would share it), sends activations forward and gradients backward as flows over the fabric's real
 routes, and optionally adds the data-parallel gradient AllReduce across pipeline replicas and a CPU
-optimizer with gradient offload / parameter reload over PCIe (breadth-first: per-chunk parameter
-prefetch and per-chunk offload). See docs/pipelines.md for pictures and closed forms.
+optimizer with gradient offload / parameter reload over PCIe (parameters in host memory: per-chunk
+parameter fetches and gradient offloads, as SPipe runs them, with its breadth-first schedule and remapped
+backward chunks). See docs/pipelines.md for pictures and closed forms.
 
     costs = TransformerStage(hidden=4096, seq_len=2048, micro_batch=1, layers=8).costs(device_flops=300e12)
     pipe = pipeline(topo, ["gpu0", "gpu1", "gpu2", "gpu3"], schedule="1f1b", microbatches=8, costs=costs)
