@@ -48,8 +48,11 @@ CONSERVATION_RTOL = 1e-9
 CHUNK_ITEMS = 128
 
 
-def cpu_chunk(items: int) -> int:
-    """Points per vmap of a batch of `items`-item points on CPU (see CHUNK_ITEMS)."""
+def points_per_vmap(items: int, platform: str) -> int | None:
+    """Points per vmap of a batch of `items`-item points on `platform`; None: the whole batch in one vmap
+    (see CHUNK_ITEMS)."""
+    if platform != "cpu":
+        return None
     return 4 if items <= CHUNK_ITEMS else 1
 
 
@@ -113,7 +116,7 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
     `batch_axes` reads them); traceable: for use inside a jitted or differentiated function. The caller
     checks the returned `status` (and `find_fault` on the host, where it can)."""
     run = functools.partial(kernels.run, **options)
-    chunk = cpu_chunk(np.shape(program.size)[-1]) if jax.default_backend() == "cpu" else None
+    chunk = points_per_vmap(np.shape(program.size)[-1], jax.default_backend())
     return map_points(run, batch_axes(network, program), (network, program), chunk)
 
 
@@ -452,7 +455,7 @@ def run_batch(
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
     items = int(np.shape(prog.size)[-1])
-    chunk = cpu_chunk(items) if devices[0].platform == "cpu" else None
+    chunk = points_per_vmap(items, devices[0].platform)
     options = {
         "max_events": int(max_events),
         "keep": keep,
