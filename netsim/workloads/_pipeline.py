@@ -466,7 +466,6 @@ def pipeline(
     optimizer_time = quantity(optimizer_time, "time", "optimizer_time")
     v = chunks
     vb = v if backward_chunks is None else backward_chunks
-    n_stages = {FORWARD: p * v, BACKWARD: p * vb, BACKWARD_INPUT: p * vb, BACKWARD_WEIGHT: p * vb}
     duration = {
         FORWARD: costs.forward / v,
         BACKWARD: costs.backward / vb,
@@ -514,38 +513,19 @@ def pipeline(
                 after = [prev] if prev else []
                 if pre + op.id in fetched:
                     after.append(fetched[pre + op.id])
+                here, size = device_of(s), costs.activation_bytes
                 if op.kind == FORWARD and s > 0:
-                    after.append(
-                        _message(
-                            flows,
-                            pre,
-                            "act",
-                            k,
-                            s - 1,
-                            s,
-                            device_of,
-                            pre + Op(FORWARD, k, s - 1).id,
-                            costs.activation_bytes,
-                        )
-                    )
-                elif op.kind in (BACKWARD, BACKWARD_INPUT) and s < n_stages[op.kind] - 1:
-                    after.append(
-                        _message(
-                            flows,
-                            pre,
-                            "grad",
-                            k,
-                            s + 1,
-                            s,
-                            device_of,
-                            pre + Op(op.kind, k, s + 1).id,
-                            costs.activation_bytes,
-                        )
-                    )
+                    producer = pre + Op(FORWARD, k, s - 1).id
+                    fid = f"{pre}act{k}.s{s - 1}-s{s}"
+                    after.append(_message(flows, fid, device_of(s - 1), here, producer, size))
+                elif op.kind in (BACKWARD, BACKWARD_INPUT) and s < p * vb - 1:
+                    producer = pre + Op(op.kind, k, s + 1).id
+                    fid = f"{pre}grad{k}.s{s + 1}-s{s}"
+                    after.append(_message(flows, fid, device_of(s + 1), here, producer, size))
                 if op.kind in (BACKWARD, BACKWARD_INPUT) and vb != v:
-                    after.append(
-                        _checkpoint(flows, pre, k, s * v // vb, s, device_of, costs.activation_bytes)
-                    )
+                    f = s * v // vb  # the forward chunk that holds this backward chunk's first layer
+                    fid = f"{pre}ckpt{k}.f{f}-s{s}"  # its input checkpoint
+                    after.append(_message(flows, fid, device_of(f), here, pre + Op(FORWARD, k, f).id, size))
                 prev = pre + op.id
                 tasks.append(Task(prev, row[d], duration[op.kind], after=tuple(after)))
                 if op.kind != FORWARD:  # a unit's state is done with its last backward op
@@ -599,34 +579,11 @@ def pipeline(
     )
 
 
-def _message(
-    flows: list[Flow],
-    pre: str,
-    kind: str,
-    k: int,
-    src_stage: int,
-    dst_stage: int,
-    device_of,
-    producer: str,
-    size: float,
-) -> str:
-    """The id the consumer waits on: a flow between two devices, or the producer itself on one device."""
-    src, dst = device_of(src_stage), device_of(dst_stage)
+def _message(flows: list[Flow], fid: str, src: str, dst: str, producer: str, size: float) -> str:
+    """The id the consumer waits on: flow `fid` of `size` bytes sent when `producer` ends, or the producer
+    itself when both are on one device."""
     if src == dst:
         return producer
-    fid = f"{pre}{kind}{k}.s{src_stage}-s{dst_stage}"
-    flows.append(Flow(fid, src, dst, size, after=(producer,)))
-    return fid
-
-
-def _checkpoint(flows: list[Flow], pre: str, k: int, src_stage: int, dst_stage: int, device_of, size: float):
-    """The input checkpoint of backward chunk `dst_stage` for micro-batch k: computed by forward chunk
-    `src_stage` (which holds the backward chunk's first layer), sent after it if on another device."""
-    src, dst = device_of(src_stage), device_of(dst_stage)
-    producer = pre + Op(FORWARD, k, src_stage).id
-    if src == dst:
-        return producer
-    fid = f"{pre}ckpt{k}.f{src_stage}-s{dst_stage}"
     flows.append(Flow(fid, src, dst, size, after=(producer,)))
     return fid
 
