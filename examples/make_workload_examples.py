@@ -288,12 +288,18 @@ def spipe_measured() -> dict[tuple[str, str, int], dict[str, tuple[float, float]
     return {k: v for k, v in out.items() if len(v) == 2}
 
 
-def spipe_predicted(machine: str, size: str, seq: int) -> dict[str, tuple[float, float]]:
-    """{"Megatron" | "SPipe": (iteration s, GPU pipeline s)} of the model on one SPipe row."""
+def spipe_predicted(
+    machine: str, size: str, seq: int, *, shape: netsim.Shape | None = None
+) -> dict[str, tuple[float, float]]:
+    """{"Megatron" | "SPipe": (iteration s, GPU pipeline s)} of the model on one SPipe row (compiled to
+    `shape` when given, so that several rows share one compile)."""
     out = {}
     for name, how in (("Megatron", "serialized"), ("SPipe", "breadth-first")):
         pipe = offload_pipeline(how, seq, machine=machine, size=size)
-        stats = pipe.stats(netsim.simulate(pipe.scenario()))
+        scenario = pipe.scenario()
+        stats = pipe.stats(
+            netsim.simulate(netsim.compile_scenario(scenario, shape=shape) if shape else scenario)
+        )
         out[name] = (stats.iteration_time, stats.compute_time)
     return out
 
