@@ -371,8 +371,8 @@ def report(plot: str | None = None) -> None:
     if plot:
         plot_spipe(points, plot)
     ser, ovl = (
-        offload_pipeline(how).stats(netsim.simulate(offload_pipeline(how).scenario()))
-        for how in ("serialized", "overlapped")
+        pipe.stats(netsim.simulate(pipe.scenario()))
+        for pipe in map(offload_pipeline, ("serialized", "overlapped"))
     )
     print(
         f"what-if on spipe-v100 10B seq 1024: parameters on the GPUs and each GPU's offload, step and reload as "
