@@ -23,7 +23,7 @@ from netsim.checks import write_atomic
 from netsim.data import trace_path
 from netsim.jobs import MODELS, Job, colocation_matrix, run_jobs
 from netsim.topology import cluster, leaf_spine, pcie_server
-from netsim.workloads import Offload, TransformerStage, pipeline
+from netsim.workloads import GPUS, Memory, Offload, TransformerStage, pipeline, pipeline_memory
 
 HERE = Path(__file__).resolve().parent
 
@@ -63,10 +63,12 @@ class SPipeMachine(NamedTuple):
 
 SPIPE_MACHINES = {
     # V100s on PCIe Gen3 x16, process i bound to its own NUMA node (`numactl --cpunodebind 3-i`)
-    "spipe-v100": SPipeMachine(dict(sockets=1, numa_per_socket=4, pcie_bandwidth=12e9), 64.9e12, 5.04),
+    "spipe-v100": SPipeMachine(
+        dict(sockets=1, numa_per_socket=4, pcie_bandwidth=12e9, device="V100"), 64.9e12, 5.04
+    ),
     # RTX 3090s (PCIe Gen4 x16; the host's generation is not stated), two processes per NUMA node
     # (`numactl --cpunodebind i/2`), so two GPUs' steps share each node's CPU
-    "spipe-3090": SPipeMachine(dict(sockets=2, pcie_bandwidth=24e9), 55.7e12, 2.36),
+    "spipe-3090": SPipeMachine(dict(sockets=2, pcie_bandwidth=24e9, device="RTX 3090"), 55.7e12, 2.36),
 }
 # Both runs use SPipe's runtime: parameters in host memory, fetched per model chunk, each chunk's gradients
 # offloaded as its backward ends. The baseline (`-j 1f1b_offload -f 2`) is interleaved 1F1B with 2 chunks per
@@ -75,6 +77,17 @@ SPIPE_MACHINES = {
 # and steps each backward chunk as soon as its gradients are in.
 MEGATRON_CHUNKS = 2
 SPIPE_FORWARD_CHUNKS, SPIPE_BACKWARD_CHUNKS = 2, 6
+#: offload_pipeline's `how` -> (schedule, chunks, backward_chunks, Offload keywords)
+SPIPE_RUNS = {
+    "serialized": ("interleaved", MEGATRON_CHUNKS, None, dict(overlap=False, host_parameters=True)),
+    "overlapped": ("interleaved", MEGATRON_CHUNKS, None, {}),
+    "breadth-first": (
+        "breadth-first",
+        SPIPE_FORWARD_CHUNKS,
+        SPIPE_BACKWARD_CHUNKS,
+        dict(pieces=1, host_parameters=True),
+    ),
+}
 
 
 def save(scenario: netsim.Scenario, name: str, description: str) -> None:
@@ -155,7 +168,9 @@ def spipe_stage(size: str) -> TransformerStage:
     )
 
 
-def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v100", size: str = "10"):
+def offload_pipeline(
+    how: str, seq_len: int = 1024, *, machine: str = "spipe-v100", size: str = "10", check_memory: bool = True
+):
     """An SPipe row's model (`size` in SPIPE_MODELS) on its nodes of `machine` (SPIPE_MACHINES; several
     nodes on one 100 Gb/s switch), one pipeline stage per GPU, the optimizer on the CPU of each GPU's NUMA
     node, `how` one of: "serialized" (the measured Megatron baseline: interleaved 1F1B, parameters in host
@@ -177,16 +192,7 @@ def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v10
         step_time=spec.step_time * stage.parameters / spipe_stage("10").parameters,
         **kw,
     )
-    schedule, chunks, backward_chunks, off = {
-        "serialized": ("interleaved", MEGATRON_CHUNKS, None, offload(overlap=False, host_parameters=True)),
-        "overlapped": ("interleaved", MEGATRON_CHUNKS, None, offload()),
-        "breadth-first": (
-            "breadth-first",
-            SPIPE_FORWARD_CHUNKS,
-            SPIPE_BACKWARD_CHUNKS,
-            offload(pieces=1, host_parameters=True),
-        ),
-    }[how]
+    schedule, chunks, backward_chunks, kw = SPIPE_RUNS[how]
     return pipeline(
         fabric,
         fabric.gpus(),
@@ -195,7 +201,8 @@ def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v10
         backward_chunks=backward_chunks,
         microbatches=MICROBATCHES * nodes,
         costs=dataclasses.replace(stage, seq_len=seq_len).costs(spec.flops),
-        offload=off,
+        offload=offload(**kw),
+        check_memory=check_memory,
         name=f"pp_offload_{how.replace('-', '_')}",
     )
 
@@ -268,6 +275,41 @@ def write() -> None:
         scenario = sched.result.compiled.scenario
         save(dataclasses.replace(scenario, name=name), name, text)
         print(f"\n{name}: {len(scenario.flows)} flows, {len(scenario.tasks)} tasks\n{sched.table()}")
+
+
+def spipe_memory(how: str, seq_len: int, size: str) -> Memory:
+    """GPU memory of an SPipe row's run (`how` as in offload_pipeline), from netsim's memory model alone."""
+    schedule, chunks, backward_chunks, _ = SPIPE_RUNS[how]
+    nodes = SPIPE_MODELS[size][3]
+    return pipeline_memory(
+        dataclasses.replace(spipe_stage(size), seq_len=seq_len).costs(1.0),
+        stages=4 * nodes,
+        microbatches=MICROBATCHES * nodes,
+        schedule=schedule,
+        chunks=chunks,
+        backward_chunks=backward_chunks,
+        offload=True,
+    )
+
+
+def spipe_memory_rows() -> list[tuple[str, str, str, int, bool, float, float]]:
+    """(machine, run, size, seq, ran, model GB, GPU GB) of every Megatron and SPipe row of SPipe's table that
+    ran or ran out of GPU memory ("CUDA OOM"; "CPU OOM" is host memory, which netsim does not model)."""
+    from netsim.traces import read_trace
+
+    (table,) = read_trace(trace_path("train_spipe_expected.csv")).tables
+    out = []
+    for row in table.rows:
+        r = dict(zip(table.columns, row, strict=True))
+        if r["name"] in ("Megatron", "SPipe") and r["elapsed_time_ms"] != "CPU OOM":
+            how = "serialized" if r["name"] == "Megatron" else "breadth-first"
+            used = spipe_memory(how, int(r["seq"]), r["model_size"]).total
+            capacity = GPUS[SPIPE_MACHINES[r["cluster"]].server["device"]].memory
+            ran = r["elapsed_time_ms"].isdigit()
+            out.append(
+                (r["cluster"], r["name"], r["model_size"], int(r["seq"]), ran, used / 1e9, capacity / 1e9)
+            )
+    return out
 
 
 def spipe_measured() -> dict[tuple[str, str, int], dict[str, tuple[float, float]]]:
@@ -389,6 +431,17 @@ def report(plot: str | None = None) -> None:
         f"measured Megatron / SPipe over {len(ratios)} configurations: min {min(ratios):.3f}, "
         f"median {np.median(ratios):.3f}, max {max(ratios):.3f}"
     )
+    memory = spipe_memory_rows()
+    print("\nGPU memory of SPipe's runs (netsim's memory model, nothing fitted) against what they did:")
+    for machine, run, size, seq, ran, used, capacity in memory:
+        if not ran or used > 0.9 * capacity:
+            verdict = "fits" if used <= capacity else "refused"
+            print(
+                f"{machine:11s} {run:8s} {size:>4s} {seq:5d}  {'ran' if ran else 'CUDA OOM':8s}  "
+                f"model {used:5.1f} GB of {capacity:.0f}: {verdict}"
+            )
+    agree = sum(ran == (used <= capacity) for _, _, _, _, ran, used, capacity in memory)
+    print(f"{agree} of {len(memory)} rows agree (every other row ran at <= 90 % of its GPU in the model)")
 
     (table,) = read_trace(trace_path("sched_deepshare_shared_thp_ratio.csv")).tables
     names = list(MODELS)

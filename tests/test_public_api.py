@@ -132,7 +132,9 @@ def test_workload_names():
         "Span",
         "StageCosts",
         "TransformerStage",
+        "in_flight",
         "pipeline",
+        "pipeline_memory",
         "pipeline_order",  # pipeline parallelism
         "ChakraNode",
         "ChakraTrace",

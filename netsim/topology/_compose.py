@@ -156,12 +156,17 @@ class Nested:
 
 
 def _assemble(
-    name: str, upper: Part, lowers: Sequence[Part], kind: dict[str, str], workers: Sequence[str]
+    name: str,
+    upper: Part,
+    lowers: Sequence[Part],
+    kind: dict[str, str],
+    workers: Sequence[str],
+    device: str = "",
 ) -> Topology:
     links = upper.global_links() + [x for p in lowers for x in p.global_links()]
     # the parts' shared resources (a server's socket budget, its GPUs' staging engines) hold in the whole
     shared = upper.shared + tuple(r for p in lowers for r in p.shared)
-    return Topology(name, tuple(links), kind, Nested(upper, tuple(lowers)), tuple(workers), shared)
+    return Topology(name, tuple(links), kind, Nested(upper, tuple(lowers)), tuple(workers), shared, device)
 
 
 def with_packages(
@@ -213,7 +218,7 @@ def cluster(fabric: Topology, server: Topology | Sequence[Topology], *, name: st
     Args:
         fabric: e.g. leaf_spine, fat_tree or rail_optimized.
         server: one server for all (the fabric's endpoint count must be a multiple of its NICs), or one
-            per server in order.
+            per server in order. The cluster's `device` is the servers' where they all name the same.
     """
     ends = fabric.gpus()
     if isinstance(server, Topology):
@@ -245,4 +250,7 @@ def cluster(fabric: Topology, server: Topology | Sequence[Topology], *, name: st
         p.node[n]: k for p in lowers for n, k in p.topo.kind.items()
     }
     workers = [p.node[w] for p in lowers for w in p.topo.gpus()]
-    return _assemble(name or f"{fabric.name}/{len(servers)}x{servers[0].name}", upper, lowers, kind, workers)
+    devices = {srv.device for srv in servers}  # the GPUs' model, where every server has the same
+    device = devices.pop() if len(devices) == 1 else ""
+    name = name or f"{fabric.name}/{len(servers)}x{servers[0].name}"
+    return _assemble(name, upper, lowers, kind, workers, device)

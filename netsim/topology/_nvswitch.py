@@ -8,8 +8,6 @@ nodes are "n{s}/gpu{i}", and a flow between servers leaves by the sending GPU's 
 
 from __future__ import annotations
 
-import dataclasses
-
 from ._cluster import rail_optimized
 from ._common import bandwidth, count
 from ._compose import cluster
@@ -97,5 +95,4 @@ def _dgx_cluster(server: Topology, nodes: int, nic_bandwidth, name: str | None) 
         return server
     gpus = len(server.gpus())
     fabric = rail_optimized(nodes, gpus, nic_bandwidth=bandwidth(nic_bandwidth, "nic_bandwidth"))
-    topo = cluster(fabric, server, name=name or f"{server.name}:{nodes}")
-    return dataclasses.replace(topo, device=server.device)
+    return cluster(fabric, server, name=name or f"{server.name}:{nodes}")

@@ -19,6 +19,9 @@ from ._import_chakra import read_chakra as read_chakra
 from ._import_simai import SimAILayer as SimAILayer
 from ._import_simai import SimAIWorkload as SimAIWorkload
 from ._import_simai import read_simai as read_simai
+from ._memory import GPUS as GPUS
+from ._memory import GpuSpec as GpuSpec
+from ._memory import Memory as Memory
 from ._pipeline import SCHEDULES as SCHEDULES
 from ._pipeline import Offload as Offload
 from ._pipeline import Op as Op
@@ -27,15 +30,14 @@ from ._pipeline import PipelineStats as PipelineStats
 from ._pipeline import Span as Span
 from ._pipeline import StageCosts as StageCosts
 from ._pipeline import TransformerStage as TransformerStage
+from ._pipeline import in_flight as in_flight
 from ._pipeline import pipeline as pipeline
+from ._pipeline import pipeline_memory as pipeline_memory
 from ._pipeline import pipeline_order as pipeline_order
-from ._training import GPUS as GPUS
 from ._training import ComputeModel as ComputeModel
-from ._training import GpuSpec as GpuSpec
 from ._training import IterationTerms as IterationTerms
 from ._training import LayoutRow as LayoutRow
 from ._training import LinkRates as LinkRates
-from ._training import Memory as Memory
 from ._training import ParallelLayout as ParallelLayout
 from ._training import Training as Training
 from ._training import TrainingStats as TrainingStats

@@ -26,6 +26,7 @@ from .._checks import count as _count
 from .._checks import number, quantity
 from .._scenario import Flow, Scenario, ScenarioError, Task
 from ._base import Fabric, Workload
+from ._memory import Memory, check_fits, gpu_memory, stash_per_layer
 
 __all__ = [
     "SCHEDULES",
@@ -36,7 +37,9 @@ __all__ = [
     "Span",
     "StageCosts",
     "TransformerStage",
+    "in_flight",
     "pipeline",
+    "pipeline_memory",
     "pipeline_order",
 ]
 
@@ -64,6 +67,10 @@ class StageCosts:
         gradient_bytes: bytes of the stage's parameter gradients, reduced across data-parallel replicas
             and offloaded to the host; 0 for neither.
         parameter_bytes: bytes reloaded host -> GPU after an offloaded optimizer step (None: gradient_bytes).
+        optimizer_bytes: bytes of the stage's optimizer state on its GPU (none with `Offload`).
+        stash_bytes: bytes of activations the stage keeps per micro-batch from its forward to its backward.
+        A pipeline's GPU memory (`pipeline_memory`) counts the last three, gradient_bytes, and the stash
+        of every micro-batch in flight.
     """
 
     forward: float
@@ -72,6 +79,8 @@ class StageCosts:
     backward_weight: float = 0.0
     gradient_bytes: float = 0.0
     parameter_bytes: float | None = None
+    optimizer_bytes: float = 0.0
+    stash_bytes: float = 0.0
 
     def __post_init__(self):  # numbers or strings with units ("1 ms", "4 MiB"), stored as SI floats
         kinds = {
@@ -81,6 +90,8 @@ class StageCosts:
             "backward_weight": "time",
             "gradient_bytes": "bytes",
             "parameter_bytes": "bytes",
+            "optimizer_bytes": "bytes",
+            "stash_bytes": "bytes",
         }
         for name, kind in kinds.items():
             if name != "parameter_bytes" or self.parameter_bytes is not None:
@@ -114,6 +125,10 @@ class TransformerStage:
     b·s·h values of `bytes_per_value` each. A gated MLP (SwiGLU: three matrices of h x ffn) is
     f = 3·ffn / 2h. With `recompute` (full activation recomputation, Megatron's
     `--recompute-granularity full`) the backward reruns the forward first: B += forward.
+    Memory (mixed precision when bytes_per_value < 4): weights and gradients of bytes_per_value, Adam's
+    moments (8 B) and fp32 master weights (4 B) per parameter; `stash_per_layer` activations per layer and
+    micro-batch (only the layer inputs with recompute), scaled from 16-bit to bytes_per_value; `heads`
+    (None: one per 128 of hidden, GPT-3's head size) sizes the attention scores.
     """
 
     hidden: int
@@ -123,10 +138,13 @@ class TransformerStage:
     ffn_multiplier: float = 4.0
     bytes_per_value: float = 2.0
     recompute: bool = False
+    heads: int | None = None
 
     def __post_init__(self):
         for name in ("hidden", "seq_len", "micro_batch", "layers"):
             _count(getattr(self, name), f"TransformerStage.{name}")
+        if self.heads is not None:
+            _count(self.heads, "TransformerStage.heads")
         for name in ("ffn_multiplier", "bytes_per_value"):
             number(getattr(self, name), f"TransformerStage.{name}", positive=True)
 
@@ -159,6 +177,17 @@ class TransformerStage:
             activation_bytes=self.micro_batch * self.seq_len * self.hidden * self.bytes_per_value,
             gradient_bytes=self.parameters * per_value,
             parameter_bytes=self.parameters * self.bytes_per_value,
+            optimizer_bytes=self.parameters * (8 + 4 * (self.bytes_per_value < 4)),
+            stash_bytes=self.layers
+            * self.bytes_per_value
+            / 2
+            * stash_per_layer(
+                self.seq_len,
+                self.micro_batch,
+                self.hidden,
+                self.heads or max(1, self.hidden // 128),
+                recompute="full" if self.recompute else "none",
+            ),
         )
 
 
@@ -337,6 +366,21 @@ def _breadth_first(d: int, p: int, m: int, v: int, *, vb: int) -> list[Op]:
     return forwards + [Op(BACKWARD, k, c * p + d) for c in reversed(range(vb)) for k in range(m)]
 
 
+def in_flight(order: Sequence[Sequence[Op]], chunks: int = 1, backward_chunks: int | None = None) -> float:
+    """The most micro-batches' activations a device of `order` (pipeline_order) holds at once, in units of a
+    stage's: each forward op keeps 1/chunks of a stage's stash until a backward op of 1/backward_chunks
+    (its input-gradient pass for ZB-H1) frees its share. GPipe and breadth-first hold all m, 1F1B p."""
+    vb = chunks if backward_chunks is None else backward_chunks
+    step = {FORWARD: 1 / chunks, BACKWARD: -1 / vb, BACKWARD_INPUT: -1 / vb, BACKWARD_WEIGHT: 0.0}
+    most = 0.0
+    for ops in order:
+        held = 0.0
+        for op in ops:
+            held += step[op.kind]
+            most = max(most, held)
+    return most
+
+
 class Span(NamedTuple):
     """One compute task on a device's timeline (s)."""
 
@@ -377,6 +421,7 @@ class Pipeline:
         order: per stage index, the op order every replica runs.
         schedule, microbatches, chunks, costs, backward_chunks: the inputs (backward_chunks = chunks when
             not given).
+        memory: bytes on the fullest device (`pipeline_memory`).
     """
 
     workload: Workload
@@ -388,6 +433,7 @@ class Pipeline:
     chunks: int
     costs: StageCosts
     backward_chunks: int
+    memory: Memory
 
     def scenario(self, *, name: str | None = None) -> Scenario:
         return self.workload.scenario(self.fabric, name=name)
@@ -425,6 +471,8 @@ def pipeline(
     allreduce: AllReduce | None = None,
     optimizer_time: float = 0.0,
     offload: Offload | None = None,
+    memory_capacity: float | None = None,
+    check_memory: bool = True,
     name: str = "",
 ) -> Pipeline:
     """Compiles one training iteration of pipeline-parallel training to flows and tasks.
@@ -451,11 +499,15 @@ def pipeline(
             for its share of optimizer_time after its backward, sharing the GPU with the backwards still
             to run.
         offload: keep the optimizer on the host (see Offload).
+        memory_capacity: bytes per GPU (default: the fabric's `device` in GPUS, else the largest GPU
+            there); a pipeline whose fullest device needs more (`Pipeline.memory`) is refused.
+        check_memory: False compiles a pipeline that does not fit too.
         name: workload name.
 
     Raises:
         ScenarioError: a device not on the fabric or used twice, replicas of unequal length, a
-            breadth-first offload without host_parameters, or any problem pipeline_order reports.
+            breadth-first offload without host_parameters, a pipeline that does not fit in memory, or
+            any problem pipeline_order reports.
     """
     if not isinstance(costs, StageCosts):
         raise ScenarioError(f"costs: expected a StageCosts, got {type(costs).__name__}")
@@ -466,6 +518,19 @@ def pipeline(
     optimizer_time = quantity(optimizer_time, "time", "optimizer_time")
     v = chunks
     vb = v if backward_chunks is None else backward_chunks
+    memory = pipeline_memory(
+        costs,
+        stages=p,
+        microbatches=microbatches,
+        schedule=schedule,
+        chunks=chunks,
+        backward_chunks=backward_chunks,
+        offload=offload is not None,
+    )
+    if check_memory:
+        capacity = gpu_memory(getattr(fabric, "device", ""), memory_capacity)
+        advice = "use more stages, recompute, offload, or fewer micro-batches in flight"
+        check_fits(memory, capacity, "costs", advice)
     duration = {
         FORWARD: costs.forward / v,
         BACKWARD: costs.backward / vb,
@@ -576,6 +641,37 @@ def pipeline(
         chunks,
         costs,
         vb,
+        memory,
+    )
+
+
+def pipeline_memory(
+    costs: StageCosts,
+    *,
+    stages: int,
+    microbatches: int,
+    schedule: str = "1f1b",
+    chunks: int = 1,
+    backward_chunks: int | None = None,
+    offload: bool = False,
+) -> Memory:
+    """The bytes `pipeline` puts on its fullest device, without compiling it: the stage's parameters,
+    gradients and optimizer state (none with `offload`: the optimizer state in host memory), and the
+    stash of the micro-batches in flight (`in_flight`). A breadth-first device (its parameters in host
+    memory) holds two chunks' parameters, the one running and the one arriving, and two backward chunks'
+    gradients, the one being computed and the one going to the host."""
+    if not isinstance(costs, StageCosts):
+        raise ScenarioError(f"costs: expected a StageCosts, got {type(costs).__name__}")
+    order = pipeline_order(schedule, stages, microbatches, chunks, backward_chunks)
+    vb = chunks if backward_chunks is None else backward_chunks
+    breadth_first = schedule == "breadth-first"
+    parameters = min(1.0, 2 / min(chunks, vb)) if breadth_first else 1.0
+    gradients = min(1.0, 2 / vb) if breadth_first else 1.0
+    return Memory(
+        costs.reload_bytes * parameters,
+        costs.gradient_bytes * gradients,
+        0.0 if offload else costs.optimizer_bytes,
+        costs.stash_bytes * in_flight(order, chunks, vb),
     )
 
 

@@ -29,6 +29,7 @@ from .._checks import choice, count, number, read_text
 from .._scenario import Flow, Scenario, ScenarioError, Task
 from ..data import DATA_DIR
 from ._base import Fabric, Workload, concat
+from ._memory import Memory, check_fits, gpu_memory, gpu_spec, stash_per_layer
 from ._pipeline import (
     BACKWARD,
     BACKWARD_INPUT,
@@ -37,17 +38,15 @@ from ._pipeline import (
     SCHEDULES,
     Op,
     _waiting,
+    in_flight,
     pipeline_order,
 )
 
 __all__ = [
-    "GPUS",
     "ComputeModel",
-    "GpuSpec",
     "IterationTerms",
     "LayoutRow",
     "LinkRates",
-    "Memory",
     "ParallelLayout",
     "Training",
     "TrainingStats",
@@ -69,25 +68,6 @@ __all__ = [
 RECOMPUTE = ("none", "selective", "full")
 #: bytes per value of weights, gradients and activations (mixed precision: fp16/bf16)
 HALF = 2.0
-
-
-@dataclasses.dataclass(frozen=True)
-class GpuSpec:
-    """Datasheet figures of a GPU: dense fp16/bf16 tensor FLOP/s, memory bandwidth (B/s), memory (B)."""
-
-    peak_flops: float
-    memory_bandwidth: float
-    memory: float
-
-
-#: by `Topology.device` name; vendor datasheets (dense, no sparsity; the SXM parts where there are two)
-GPUS: dict[str, GpuSpec] = {
-    "A100": GpuSpec(312e12, 2.039e12, 80e9),
-    "H100": GpuSpec(989e12, 3.35e12, 80e9),
-    "V100": GpuSpec(125e12, 0.9e12, 32e9),
-    "A40": GpuSpec(149.7e12, 0.696e12, 48e9),
-    "RTX 4090": GpuSpec(165.2e12, 1.008e12, 24e9),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,47 +181,10 @@ class ParallelLayout:
 # --- memory ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Memory:
-    """Bytes per GPU on the fullest GPU (the first pipeline stage), by kind."""
-
-    parameters: float
-    gradients: float
-    optimizer: float
-    activations: float
-
-    @property
-    def total(self) -> float:
-        return self.parameters + self.gradients + self.optimizer + self.activations
-
-
 def stage_parameters(model: TransformerModel, layout: ParallelLayout) -> float:
     """Parameters held by one GPU of the first stage: its layers and the word embedding, split over TP."""
     layers = model.layers // layout.pp
     return (layers * model.layer_parameters + model.vocab * model.hidden) / layout.tp
-
-
-def activation_bytes_per_layer(model: TransformerModel, layout: ParallelLayout) -> float:
-    """Activation bytes one layer keeps per micro-batch (Korthikanti et al., MLSys'23, table 2):
-    sbh(34 + 5as/h) without parallelism; TP splits all but the 10sbh of norms and dropouts, which
-    sequence parallelism splits too; selective recomputation drops the 5as²b of attention scores, full
-    recomputation keeps only the layer input (2sbh)."""
-    s, b, h, a, t = model.seq_len, layout.micro_batch, model.hidden, model.heads, layout.tp
-    sp = layout.sequence_parallel
-    if layout.recompute == "full":
-        return 2 * s * b * h / (t if sp else 1)
-    scores = 0.0 if layout.recompute == "selective" else 5 * a * s / h
-    return s * b * h * ((10 / t if sp else 10) + 24 / t + scores / t)
-
-
-def in_flight(layout: ParallelLayout) -> float:
-    """Micro-batches whose activations the first stage holds at once, in units of a stage's layers."""
-    p, m, v = layout.pp, layout.microbatches, layout.chunks
-    if layout.schedule in ("gpipe", "breadth-first"):  # every forward runs before the first backward
-        return m
-    if layout.schedule == "interleaved":  # Korthikanti et al.: p micro-batches x (1 + (p - 1) / (pv))
-        return min(p * (1 + (p - 1) / (p * v)), m)
-    return min(p, m)
 
 
 def memory_per_gpu(model: TransformerModel, layout: ParallelLayout) -> Memory:
@@ -252,7 +195,17 @@ def memory_per_gpu(model: TransformerModel, layout: ParallelLayout) -> Memory:
     dp = layout.dp
     split = lambda stage: dp if layout.zero >= stage else 1
     optimizer = 0.0 if layout.offload else 12 * n / split(1)
-    activations = model.layers // layout.pp * activation_bytes_per_layer(model, layout) * in_flight(layout)
+    per_layer = stash_per_layer(
+        model.seq_len,
+        layout.micro_batch,
+        model.hidden,
+        model.heads,
+        tp=layout.tp,
+        sequence_parallel=layout.sequence_parallel,
+        recompute=layout.recompute,
+    )
+    order = pipeline_order(layout.schedule, layout.pp, layout.microbatches, layout.chunks)
+    activations = model.layers // layout.pp * per_layer * in_flight(order, layout.chunks)
     return Memory(HALF * n / split(3), HALF * n / split(2), optimizer, activations)
 
 
@@ -332,15 +285,6 @@ class ComputeModel:
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, k) for k in self.FITTED], dtype=np.float64)
-
-
-def gpu_spec(device: str) -> GpuSpec:
-    if device not in GPUS:
-        raise ScenarioError(
-            f"device: no datasheet figures for GPU {device!r} (known: {', '.join(GPUS)}); pass "
-            "ComputeModel(peak_flops=..., memory_bandwidth=...) and memory_capacity="
-        )
-    return GPUS[device]
 
 
 class LayerOps(NamedTuple):
@@ -711,8 +655,8 @@ def training_workload(
         topology: a Topology (or any Fabric); its `device` names the GPU for peak figures and memory.
         gpus: at least tp x pp x dp GPU node names (the first ones are used).
         compute: the ComputeModel (default: the shipped fit, `ComputeModel.load()`).
-        memory_capacity: bytes per GPU (default: the topology's GPU in GPUS); a layout needing more is
-            refused unless it is None and the GPU unknown.
+        memory_capacity: bytes per GPU (default: the topology's GPU in GPUS, else the largest GPU there);
+            a layout needing more is refused.
         check_memory: False compiles a layout that does not fit too (`Training.memory` says what it
             needs): a measured run that did fit, for instance.
         per_layer: cut every op at each of its all-reduces (equal shares of its compute) instead of one
@@ -729,18 +673,9 @@ def training_workload(
     layout.check(model)
     device = getattr(topology, "device", "")
     memory = memory_per_gpu(model, layout)
-    capacity = memory_capacity
-    if capacity is None and device in GPUS:
-        capacity = GPUS[device].memory
-    if capacity is not None:
-        capacity = number(capacity, "memory_capacity", positive=True)
-    if check_memory and capacity is not None and memory.total > capacity:
-        raise ScenarioError(
-            f"layout: needs {memory.total / 1e9:.1f} GB per GPU (weights {memory.parameters / 1e9:.1f}, "
-            f"gradients {memory.gradients / 1e9:.1f}, optimizer {memory.optimizer / 1e9:.1f}, activations "
-            f"{memory.activations / 1e9:.1f}) but a GPU holds {capacity / 1e9:.1f} GB; use more tp or pp, "
-            "recompute, zero or offload"
-        )
+    capacity = gpu_memory(device, memory_capacity)
+    if check_memory:
+        check_fits(memory, capacity, "layout", "use more tp or pp, recompute, zero or offload")
     compute = (ComputeModel.load() if compute is None else compute).on(device)
     gpus = list(gpus)
     if len(gpus) < layout.gpus:
