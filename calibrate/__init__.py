@@ -17,12 +17,14 @@ from ._calibrate import calibrate as calibrate
 from ._calibrate import experiments_from_trace as experiments_from_trace
 from ._calibrate import ranks_of as ranks_of
 from ._calibrate import refusal as refusal
+from ._degraded import CROSS_SOCKET_HOP as CROSS_SOCKET_HOP
 from ._degraded import SOCKET_BANDWIDTH as SOCKET_BANDWIDTH
 from ._degraded import TRANSPORTS as TRANSPORTS
 from ._degraded import TransportReport as TransportReport
 from ._degraded import check_transports as check_transports
 from ._degraded import copy_report as copy_report
 from ._degraded import predict_socket as predict_socket
+from ._degraded import socket_hops as socket_hops
 from ._degraded import socket_params as socket_params
 from ._degraded import transport_ceilings as transport_ceilings
 from ._fit import ExperimentReport as ExperimentReport

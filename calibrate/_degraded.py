@@ -16,7 +16,8 @@ slowest hop), written here in closed form from the topology's links and shared r
   staging efficiency (`CostModel`'s `staged_efficiency`, 0.77 on m01).
 - "socket": NCCL's network transport over loopback sockets: proxy threads copy each chunk to host
   memory and send it over TCP through the host's loopback path, which all of the ring's hops share:
-  the SHM ceiling, and at most `socket_bandwidth` / hops per hop (SOCKET_BANDWIDTH, see there).
+  the SHM ceiling, and at most `socket_bandwidth` / hops per hop (SOCKET_BANDWIDTH, see there), a hop
+  between NUMA nodes counting CROSS_SOCKET_HOP hops (`socket_hops`).
 
 A table whose plateau (the median busbw of its three largest sizes) is below DEGRADED x the ceiling of
 the transport it says it used (P2P unless NCCL_P2P_DISABLE or the trace says P2P is unavailable) is
@@ -37,12 +38,14 @@ from ._model import predict
 from .transport import home_memory, host_route
 
 __all__ = [
+    "CROSS_SOCKET_HOP",
     "DEGRADED",
     "SOCKET_BANDWIDTH",
     "TRANSPORTS",
     "TransportReport",
     "check_transports",
     "copy_report",
+    "socket_hops",
     "socket_params",
     "transport_ceilings",
 ]
@@ -50,10 +53,17 @@ __all__ = [
 #: a plateau below this fraction of its transport's ceiling is flagged as degraded
 DEGRADED = 0.5
 #: NCCL's socket transport over loopback, all hops together (bytes/s): an anchor, not a held-out figure.
-#: m05's 2-GPU NCCL_P2P_DISABLE=1 container run (3.88 GB/s busbw, two hops) gives ~8; its 4-GPU run is
-#: then predicted at 2.0 against 1.40 measured. Override with socket_bandwidth (`netsim predict
-#: --socket-bandwidth`)
+#: m05's 2-GPU NCCL_P2P_DISABLE=1 container run (3.88 GB/s busbw, two hops within one NUMA node) gives ~8;
+#: its 4-GPU run is then predicted at 1.68 against 1.40 measured (2.0 with cross-socket hops counted as
+#: local ones). Override with socket_bandwidth (`netsim predict --socket-bandwidth`)
 SOCKET_BANDWIDTH = 8e9
+#: Loopback TCP copies each byte twice on the CPU (send() into a socket buffer on the sender's node,
+#: recv() out of it), one thread a copy, at a rate bound by memory latency (a core's outstanding misses).
+#: A hop between NUMA nodes makes recv() read remote memory, at ~1.75x the latency (80 against 140 ns on
+#: two-socket servers; remote accesses take 1.5-2x as long), so it takes (1 + 1.75) / 2 of a local hop's
+#: CPU time. A physical figure, not fitted: m05's 4-GPU run (two of its four hops between sockets) is a
+#: prediction from the 2-GPU run's SOCKET_BANDWIDTH.
+CROSS_SOCKET_HOP = (1 + 1.75) / 2
 TRANSPORTS = {
     "p2p": "direct P2P copies over PCIe/NVLink",
     "shm": "NCCL SHM through a host buffer (P2P off or unavailable)",
@@ -67,6 +77,14 @@ def _budget(staged: Topology, gpu: str) -> float:
         if r.id == f"{gpu} staging":
             return r.capacity
     return np.inf
+
+
+def socket_hops(staged: Topology, ranks: Sequence[str]) -> float:
+    """Hops of a ring over `ranks` (two for two ranks), one between GPUs of different home memories (NUMA
+    nodes of `staged`, the P2P-off twin) counting CROSS_SOCKET_HOP: the CPU copy work of the socket
+    transport's loopback, in local hops."""
+    hops = zip(ranks, [*ranks[1:], ranks[0]], strict=True)
+    return sum(CROSS_SOCKET_HOP if home_memory(staged, a) != home_memory(staged, b) else 1.0 for a, b in hops)
 
 
 def transport_ceilings(
@@ -89,7 +107,7 @@ def transport_ceilings(
         "p2p": p2p,
         "shm": shm,
         "staged": efficiency * min(links, host),
-        "socket": min(shm, float(socket_bandwidth) / len(hops)),
+        "socket": min(shm, float(socket_bandwidth) / socket_hops(staged, ranks)),
     }
 
 
@@ -182,26 +200,32 @@ def check_transports(
     return out
 
 
-def socket_params(spec, params, n_ranks: int, socket_bandwidth: float = SOCKET_BANDWIDTH):
-    """`params` with every GPU's host budget (`gpuN staging`) at 2 x socket_bandwidth / n_ranks: a
-    ring of n_ranks over the P2P-off twin then runs at the socket transport's ceiling (each GPU carries
-    its outgoing and incoming hop through host memory). The parameter is the copy engines' figure and
-    a P2P-off collective runs on the SHM twin (`SM_HOST_GAIN` x it), hence the division."""
-    budget = np.log(2.0 * float(socket_bandwidth) / n_ranks / SM_HOST_GAIN)
+def socket_params(spec, params, hops: float, socket_bandwidth: float = SOCKET_BANDWIDTH):
+    """`params` with every GPU's host budget (`gpuN staging`) at 2 x socket_bandwidth / hops (`socket_hops`):
+    a ring over the P2P-off twin then runs at the socket transport's ceiling (each GPU carries its
+    outgoing and incoming hop through host memory). The parameter is the copy engines' figure and a
+    P2P-off collective runs on the SHM twin (`SM_HOST_GAIN` x it), hence the division."""
+    budget = np.log(2.0 * float(socket_bandwidth) / hops / SM_HOST_GAIN)
     mask = np.array([s.endswith(" staging") for s in spec.shared], bool)
     log_shared = np.where(mask, budget, np.asarray(params.log_shared))
     return dataclasses.replace(params, log_shared=log_shared)
 
 
 def predict_socket(
-    spec, params, experiments: Sequence, socket_bandwidth: float = SOCKET_BANDWIDTH, *, throw: bool = True
+    spec,
+    params,
+    experiments: Sequence,
+    staged: Topology,
+    socket_bandwidth: float = SOCKET_BANDWIDTH,
+    *,
+    throw: bool = True,
 ):
     """`predict` with every collective over NCCL's socket transport: each experiment under `socket_params`
-    at its own rank count (at least 2; the host budgets depend on it). One `netsim.BatchRun` over the
+    at its own ring's hops on `staged`, the P2P-off twin (a copy: two). One `netsim.BatchRun` over the
     points of all experiments in order, as `predict` gives."""
+    hops = lambda e: socket_hops(staged, e.ranks) if e.ranks else 2.0
     runs = [
-        predict(socket_params(spec, params, max(e.n_ranks, 2), socket_bandwidth), [e], throw=False)
-        for e in experiments
+        predict(socket_params(spec, params, hops(e), socket_bandwidth), [e], throw=False) for e in experiments
     ]
     run = dataclasses.replace(
         runs[0],

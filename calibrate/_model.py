@@ -216,6 +216,7 @@ class Experiment:
             the cudaMemcpy copies it is fitted on); None: 1 for every one.
         latency_scale: per link of the topology, its latency over its class's fitted figure
             (`netsim.topology.latency_gains`: NCCL's SHM steps pay no DRAM turnaround); None: 1 each.
+        ranks: a collective's ranks in ring order; () for copies.
     """
 
     name: str
@@ -233,6 +234,7 @@ class Experiment:
     op: str = ""
     shared_scale: np.ndarray | None = None
     latency_scale: np.ndarray | None = None
+    ranks: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.weight is None:
@@ -342,6 +344,7 @@ def collective_experiment(
         op,
         np.asarray(shared_gains(topo), float),
         np.asarray(latency_gains(topo), float),
+        tuple(ranks),
     )
 
 

@@ -338,7 +338,9 @@ def test_calibrate_names():
         "transport_ceilings",
         "TransportReport",
         "TRANSPORTS",
+        "CROSS_SOCKET_HOP",
         "SOCKET_BANDWIDTH",
+        "socket_hops",
         "socket_params",  # degraded transports
     }
     assert submodules(netsim.calibrate) >= {"presets", "transport", "jobs"}

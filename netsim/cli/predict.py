@@ -110,7 +110,7 @@ def _predict(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.transport == "socket":  # the host budgets depend on each table's rank count
-        run = predict_socket(spec, params, experiments, socket, throw=False)
+        run = predict_socket(spec, params, experiments, staged, socket, throw=False)
     else:
         run = predict(params, experiments, throw=False)
     tables, start = [], 0
