@@ -96,10 +96,13 @@ def transport_ceilings(
     socket_bandwidth: float = SOCKET_BANDWIDTH,
 ) -> dict[str, float]:
     """Busbw ceiling (bytes/s) of a ring over `ranks` per transport (see the module docstring); `topo`
-    with P2P on, `staged` its P2P-off twin (host routes, host budgets)."""
+    with P2P on, `staged` its P2P-off twin (host routes, host budgets); only "p2p" where `staged` has no
+    host memory."""
     hops = list(zip(ranks, [*ranks[1:], ranks[0]], strict=True))
     narrow = lambda t, route: min(t.link[x].bandwidth for x in route)
     p2p = min(narrow(topo, topo.route(a, b)) for a, b in hops)
+    if not staged.nodes_of("mem"):  # no host memory (an NVSwitch board on its own): P2P is the only way
+        return {"p2p": p2p}
     links = min(narrow(staged, host_route(staged, a, b, home_memory(staged, b))) for a, b in hops)
     host = min(_budget(staged, g) for g in ranks) / host_gain(staged) / 2  # copy engines' share each way
     shm = min(links, SM_HOST_GAIN * host)
@@ -194,6 +197,8 @@ def check_transports(
         direct = trace.used_p2p(t)
         ceilings = transport_ceilings(topo, staged, ranks, socket_bandwidth=socket_bandwidth)
         declared = "p2p" if direct else "shm"
+        if declared not in ceilings:
+            continue
         degraded = plateau < DEGRADED * ceilings[declared]
         name = f"{trace.source}:{t.line} {t.op} x{len(ranks)}"
         out.append(TransportReport(name, plateau, declared, ceilings, degraded))

@@ -94,3 +94,12 @@ def test_a_stock_driver_p2p_matrix_at_10_gbs_is_flagged():
     rep = copy_report("stock", v, load("rtx4090-8x-epyc7542"), load("rtx4090-8x-epyc7542", p2p=False))
     assert rep.degraded and rep.ranked()[0] == "staged" and rep.error("staged") > 0.25
     assert "none of them within 25 %" in str(rep)
+
+
+def test_a_topology_without_host_memory_has_only_p2p():
+    """An NVSwitch board with no host memory node: P2P is the only transport, and a P2P-off table on it
+    is left out of the report rather than failing the whole check (m05's DGX A100 table is checked)."""
+    topo, staged = load("dgx-a100"), load("dgx-a100", p2p=False)
+    assert transport_ceilings(topo, staged, topo.gpus()[:4]) == {"p2p": pytest.approx(222e9)}
+    reports = check_transports(read_trace(trace_path(M05)), topo, staged)
+    assert [r.declared for r in reports] == ["p2p"] and not reports[0].degraded
