@@ -657,16 +657,16 @@ def pipeline_memory(
 ) -> Memory:
     """The bytes `pipeline` puts on its fullest device, without compiling it: the stage's parameters,
     gradients and optimizer state (none with `offload`: the optimizer state in host memory), and the
-    stash of the micro-batches in flight (`in_flight`). A breadth-first device (its parameters in host
-    memory) holds two chunks' parameters, the one running and the one arriving, and two backward chunks'
-    gradients, the one being computed and the one going to the host."""
+    stash of the micro-batches in flight (`in_flight`). An offloaded breadth-first device (its parameters
+    in host memory) holds two chunks' parameters, the one running and the one arriving, and two backward
+    chunks' gradients, the one being computed and the one going to the host."""
     if not isinstance(costs, StageCosts):
         raise ScenarioError(f"costs: expected a StageCosts, got {type(costs).__name__}")
     order = pipeline_order(schedule, stages, microbatches, chunks, backward_chunks)
     vb = chunks if backward_chunks is None else backward_chunks
-    breadth_first = schedule == "breadth-first"
-    parameters = min(1.0, 2 / min(chunks, vb)) if breadth_first else 1.0
-    gradients = min(1.0, 2 / vb) if breadth_first else 1.0
+    streamed = offload and schedule == "breadth-first"  # which needs host_parameters
+    parameters = min(1.0, 2 / min(chunks, vb)) if streamed else 1.0
+    gradients = min(1.0, 2 / vb) if streamed else 1.0
     return Memory(
         costs.reload_bytes * parameters,
         costs.gradient_bytes * gradients,

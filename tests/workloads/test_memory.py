@@ -72,8 +72,12 @@ def test_the_issues_example_is_refused_with_its_figures_and_runs_offloaded():
     compute = 4 * (small.forward + small.backward)  # each device's passes, recomputation included
     assert all(busy == pytest.approx(compute) for busy in stats.busy.values())
     assert compute < stats.iteration_time < 2 * compute
-    with pytest.raises(ScenarioError, match="costs: needs"):  # the same without offload does not fit
-        pipeline(server, server.gpus(), **kw | {"schedule": "gpipe", "chunks": 1})
+    with pytest.raises(ScenarioError, match="costs: needs"):  # without offload every layer stays on the GPU
+        pipeline(server, server.gpus(), **kw)
+    assert (
+        pipeline_memory(small, stages=4, microbatches=4, schedule="breadth-first", chunks=24).parameters
+        == 2 * n
+    )
 
 
 def test_spipes_runs_ran_or_ran_out_of_gpu_memory_as_the_model_says():
