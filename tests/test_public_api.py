@@ -148,6 +148,7 @@ def test_workload_names():
         "GPUS",
         "ComputeModel",
         "GpuSpec",
+        "gpu_memory",
         "LayoutRow",
         "Memory",
         "ParallelLayout",

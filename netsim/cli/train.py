@@ -62,7 +62,12 @@ def register(subparsers) -> None:
         help="DP all-reduce in buckets overlapped with the last backward (Megatron's --overlap-grad-reduce); "
         "default: one all-reduce after the pipeline drains",
     )
-    p.add_argument("--memory", type=float, metavar="GB", help="GPU memory capacity (default: the GPU's)")
+    p.add_argument(
+        "--memory",
+        type=float,
+        metavar="GB",
+        help="GPU memory capacity (default: the topology's GPU's, else the largest GPU netsim knows)",
+    )
     p.add_argument("--compute", metavar="JSON", help="a fitted compute model (default: the shipped A100 fit)")
     p.add_argument(
         "--simulate-all",
@@ -138,13 +143,11 @@ def _compile(args, row, machine, compute, *, check_memory: bool = True):
     )
 
 
-def _capacity(args, topo) -> float | None:
-    """Bytes per GPU: --memory, else the topology's GPU's (None when unknown)."""
-    from ..workloads import GPUS
+def _capacity(args, topo) -> float:
+    """Bytes per GPU: --memory, else the topology's GPU's, else the largest GPU netsim knows."""
+    from ..workloads import gpu_memory
 
-    if args.memory is not None:
-        return args.memory * 1e9
-    return GPUS[topo.device].memory if topo.device in GPUS else None
+    return gpu_memory(topo.device, None if args.memory is None else args.memory * 1e9)[0]
 
 
 def _one(args, row, compute) -> int:
@@ -235,9 +238,7 @@ def _table(args, rows, compute) -> int:
             records[i] = {"predicted_s": None, "reason": str(e)}
             continue
         records[i]["topology"] = topo.name
-        capacity = _capacity(args, topo)
-        if capacity is not None:
-            records[i]["fits"] = records[i]["memory_bytes"] <= capacity
+        records[i]["fits"] = records[i]["memory_bytes"] <= _capacity(args, topo)
     # one batch (one compile) per power of two of items: fewer compiles for up to 2x padding
     groups = collections.defaultdict(list)
     for i, c in compiled.items():

@@ -22,6 +22,7 @@ from ._import_simai import read_simai as read_simai
 from ._memory import GPUS as GPUS
 from ._memory import GpuSpec as GpuSpec
 from ._memory import Memory as Memory
+from ._memory import gpu_memory as gpu_memory
 from ._pipeline import SCHEDULES as SCHEDULES
 from ._pipeline import Offload as Offload
 from ._pipeline import Op as Op

@@ -8,6 +8,8 @@ import dataclasses
 from .._checks import number
 from .._scenario import ScenarioError
 
+__all__ = ["GPUS", "GpuSpec", "Memory", "gpu_memory"]
+
 
 @dataclasses.dataclass(frozen=True)
 class GpuSpec:
