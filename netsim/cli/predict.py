@@ -36,7 +36,8 @@ def register(subparsers) -> None:
         default="auto",
         help="simulate every collective over one named transport (docs/calibration.md, 'Degraded "
         "transports'): p2p (= --p2p on), shm (= --p2p off), socket (NCCL's network transport over "
-        "loopback: host routes, host budgets at 2 x --socket-bandwidth / ranks); default auto: --p2p",
+        "loopback: host routes, host budgets at 2 x --socket-bandwidth / hops, a hop between NUMA nodes "
+        "counting 1.375); default auto: --p2p",
     )
     p.add_argument(
         "--socket-bandwidth",
