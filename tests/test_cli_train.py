@@ -10,12 +10,12 @@ import pytest
 
 import netsim
 from netsim import cli
-from netsim.cli import train
 from netsim.topology import dgx_a100
 from netsim.workloads import (
     ComputeModel,
     ParallelLayout,
     TransformerModel,
+    _layouts,
     estimate_iteration,
     link_rates,
     program_size,
@@ -82,7 +82,7 @@ def test_table_on_dgx_clusters_sized_per_row(capsys, monkeypatch, tmp_path):
         "8,8,8,12288,96,16,2048,8,1,1\n"  # does not fit in 80 GB: predicted all the same, marked
         "8,8,1,256,16,4,128,3,1,1\n"  # TP 3 cannot split 16 heads: no prediction, the reason
     )
-    monkeypatch.setattr(train, "MAX_SIMULATED", 300)
+    monkeypatch.setattr(_layouts, "MAX_SIMULATED", 300)
     out_json = tmp_path / "t.json"
     args = ["train", "--table", str(table), "--topology", "dgx-a100", "--json", str(out_json)]
     code, out, _ = run_cli(capsys, monkeypatch, *args)

@@ -168,7 +168,11 @@ def test_workload_names():
         "op_seconds",
         "optimizer_seconds",
         "read_layout_table",
-        "training_workload",  # 3D-parallel training
+        "training_workload",
+        "DEFAULT_CLUSTER",
+        "MAX_SIMULATED",
+        "predict_layouts",
+        "training_machine",  # 3D-parallel training
     }
     # the function, not a module of the same name; the collective builders' module is the only public one
     assert inspect.isfunction(workloads.pipeline)

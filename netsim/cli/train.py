@@ -12,11 +12,6 @@ import sys
 
 from ._common import TOPOLOGY_HELP
 
-#: the default machine: DGX A100 servers, as many as the layout's GPUs need (netsim.topology.dgx_a100)
-DEFAULT_CLUSTER = "dgx-a100"
-#: above this many flows and tasks (`program_size`) a table row is estimated in closed form
-#: (`estimate_iteration`, which the simulation matches on an idle fabric) unless --simulate-all
-MAX_SIMULATED = 8192
 #: options that set a table's every layout, as they set the one layout (`ParallelLayout` keywords)
 LAYOUT_OPTIONS = ("schedule", "chunks", "recompute", "sequence_parallel", "zero", "offload", "overlap_dp")
 
@@ -72,7 +67,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--simulate-all",
         action="store_true",
-        help=f"--table: simulate every row (default: rows over {MAX_SIMULATED} flows and tasks in closed form)",
+        help="--table: simulate every row (default: rows over netsim.workloads.MAX_SIMULATED flows and tasks "
+        "in closed form)",
     )
     p.set_defaults(handler=_train)
 
@@ -100,62 +96,20 @@ def _train(args: argparse.Namespace) -> int:
     return _one(args, LayoutRow(model, layout, None, 0), compute)
 
 
-def _machine(args, gpus: int, cache: dict | None = None):
-    """(topology, its GPUs) for a layout on `gpus` GPUs: --topology, or a cluster shape without a count
-    (dgx-a100, the default) with as many servers as `gpus` needs; `cache` keeps one per size for a table.
-    A --topology that cannot be read raises; one with too few GPUs is the layout's error (`_enough`)."""
-    import dataclasses
+def _compile(args, row, compute):
+    from ..workloads import DEFAULT_CLUSTER, training_machine, training_workload
 
-    from ..topology import load, sized_cluster
-
-    if cache is not None and gpus in cache:
-        return cache[gpus]
-    shape = args.topology or DEFAULT_CLUSTER
-    topo = sized_cluster(shape, gpus)
-    if topo is None:
-        topo = load(shape)
-    machine = dataclasses.replace(topo, device=args.gpu or topo.device or "A100"), topo.workers
-    if cache is not None:
-        cache[gpus] = machine
-    return machine
-
-
-def _enough(machine, gpus: int) -> None:
-    from .._errors import ScenarioError
-
-    topo, workers = machine
-    if len(workers) < gpus:
-        raise ScenarioError(f"--topology: {topo.name} has {len(workers)} GPUs, the layout needs {gpus}")
-
-
-def _compile(args, row, machine, compute, *, check_memory: bool = True):
-    from ..workloads import training_workload
-
-    topo, workers = machine
+    topo = training_machine(args.topology or DEFAULT_CLUSTER, row.layout.gpus, device=args.gpu)
+    capacity = None if args.memory is None else args.memory * 1e9
     return training_workload(
-        topo,
-        workers,
-        row.model,
-        row.layout,
-        compute=compute,
-        memory_capacity=_capacity(args, topo),
-        check_memory=check_memory,
+        topo, topo.workers, row.model, row.layout, compute=compute, memory_capacity=capacity
     )
-
-
-def _capacity(args, topo) -> float:
-    """Bytes per GPU: --memory, else the topology's GPU's, else the largest GPU netsim knows."""
-    from ..workloads import gpu_memory
-
-    return gpu_memory(topo.device, None if args.memory is None else args.memory * 1e9)[0]
 
 
 def _one(args, row, compute) -> int:
     import netsim
 
-    machine = _machine(args, row.layout.gpus)
-    _enough(machine, row.layout.gpus)
-    job = _compile(args, row, machine, compute)
+    job = _compile(args, row, compute)
     print(
         f"netsim: simulating {len(job.workload.flows)} flows, {len(job.workload.tasks)} tasks",
         file=sys.stderr,
@@ -200,74 +154,20 @@ def _stats_record(stats) -> dict:
 
 
 def _table(args, rows, compute) -> int:
-    """Every row compiled, grouped by item count (powers of two), each group one batched run; rows over
-    MAX_SIMULATED flows and tasks in closed form. A row that does not fit in memory is predicted all the
-    same (a measured run did fit) and marked "fits": false; one that cannot be built gets its "reason"."""
-    import collections
-
+    """`netsim.workloads.predict_layouts` on every row; its summary printed, its records written."""
     import numpy as np
 
-    import netsim
+    from ..workloads import DEFAULT_CLUSTER, predict_layouts
 
-    from .._compile import Shape, bucket
-    from .._errors import ScenarioError
-    from ..workloads import estimate_iteration, link_rates, memory_per_gpu, program_size
-
-    records: list[dict] = [{} for _ in rows]
-    compiled = {}
-    machines: dict = {}
-    for i, row in enumerate(rows):
-        machine = _machine(args, row.gpus, machines)
-        topo, workers = machine
-        try:
-            _enough(machine, row.gpus)
-            size = program_size(topo, workers, row.model, row.layout)
-            if size > MAX_SIMULATED and not args.simulate_all:
-                records[i] = {
-                    "predicted_s": estimate_iteration(
-                        row.model, row.layout, compute.on(topo.device), link_rates(topo, workers, row.layout)
-                    ),
-                    "method": "closed form",
-                    "memory_bytes": memory_per_gpu(row.model, row.layout).total,
-                }
-            else:
-                job = _compile(args, row, machine, compute, check_memory=False)
-                compiled[i] = netsim.compile_scenario(job.scenario())
-                records[i] = {"method": "simulated", "memory_bytes": job.memory.total}
-        except ScenarioError as e:
-            records[i] = {"predicted_s": None, "reason": str(e)}
-            continue
-        records[i]["topology"] = topo.name
-        records[i]["fits"] = records[i]["memory_bytes"] <= _capacity(args, topo)
-    # one batch (one compile) per power of two of items: fewer compiles for up to 2x padding
-    groups = collections.defaultdict(list)
-    for i, c in compiled.items():
-        groups[bucket(c.shape.items, 1)].append(i)
-    print(f"netsim: {len(compiled)} rows in {len(groups)} batches", file=sys.stderr)
-    for items, idx in sorted(groups.items()):
-        out = netsim.compile_batch([compiled[i] for i in idx], shape=Shape(items=items)).run()
-        for i, t in zip(idx, out["makespan"], strict=True):
-            records[i]["predicted_s"] = float(t)
-        print(f"netsim: batch of {len(idx)} rows at {items} items done", file=sys.stderr)
-    rel = []
-    for row, rec in zip(rows, records, strict=True):
-        m, lay = row.model, row.layout
-        rec.update(
-            line=row.line,
-            gpus=lay.gpus,
-            hidden=m.hidden,
-            layers=m.layers,
-            tp=lay.tp,
-            pp=lay.pp,
-            dp=lay.dp,
-            micro_batch=lay.micro_batch,
-            global_batch=lay.global_batch,
-        )
-        if row.measured is not None:
-            rec["measured_s"] = row.measured
-            if rec.get("predicted_s") is not None:
-                rec["error"] = rec["predicted_s"] / row.measured - 1
-                rel.append(abs(rec["error"]))
+    records = predict_layouts(
+        rows,
+        args.topology or DEFAULT_CLUSTER,
+        device=args.gpu,
+        compute=compute,
+        memory_capacity=None if args.memory is None else args.memory * 1e9,
+        simulate_all=args.simulate_all,
+    )
+    rel = [abs(r["error"]) for r in records if "error" in r]
     done = sum(r.get("predicted_s") is not None for r in records)
     estimated = sum(r.get("method") == "closed form" for r in records)
     unfit = sum(r.get("fits") is False for r in records)

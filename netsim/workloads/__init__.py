@@ -19,6 +19,10 @@ from ._import_chakra import read_chakra as read_chakra
 from ._import_simai import SimAILayer as SimAILayer
 from ._import_simai import SimAIWorkload as SimAIWorkload
 from ._import_simai import read_simai as read_simai
+from ._layouts import DEFAULT_CLUSTER as DEFAULT_CLUSTER
+from ._layouts import MAX_SIMULATED as MAX_SIMULATED
+from ._layouts import predict_layouts as predict_layouts
+from ._layouts import training_machine as training_machine
 from ._memory import GPUS as GPUS
 from ._memory import GpuSpec as GpuSpec
 from ._memory import Memory as Memory

@@ -21,6 +21,7 @@ from netsim.workloads import (
     link_rates,
     memory_per_gpu,
     optimizer_seconds,
+    predict_layouts,
     program_size,
     read_layout_table,
     training_workload,
@@ -279,3 +280,26 @@ def test_layout_table_errors_name_the_line(tmp_path):
 def test_bad_layouts_are_clear_errors(kwargs, message):
     with pytest.raises(ScenarioError, match=message):
         training_workload(star(8), star(8).workers, MODEL, ParallelLayout(**kwargs), compute=COMPUTE)
+
+
+def test_predict_layouts_from_python_batches_rows_as_one_simulation_each(tmp_path):
+    """The table API `netsim train --table` prints: on a Topology object, rows in order, a simulated row's
+    batched time equal to its own simulation, a row that cannot be built given its reason, progress to `log`."""
+    table = tmp_path / "t.csv"
+    table.write_text(
+        "global batch,micro batch,hidden size,attention heads,# layers,sequence length,"
+        "tensor parallelism,data parallelism,pipeline parallelism,iteration time (ms)\n"
+        "4,1,256,8,4,128,2,2,1,10\n"
+        "8,2,256,8,4,128,1,2,2,\n"
+        "4,1,256,8,4,128,3,1,1,\n"  # TP 3 does not divide 8 heads
+    )
+    rows = read_layout_table(table)
+    topo, lines = star(4), []
+    records = predict_layouts(rows, topo, compute=COMPUTE, log=lines.append)
+    assert [r["method"] for r in records[:2]] == ["simulated", "simulated"] and "reason" in records[2]
+    for rec, row in zip(records[:2], rows, strict=False):
+        job = training_workload(topo, topo.workers, row.model, row.layout, compute=COMPUTE)
+        assert rec["predicted_s"] == pytest.approx(float(netsim.simulate(job.scenario()).makespan), rel=1e-12)
+    assert records[0]["error"] == pytest.approx(records[0]["predicted_s"] / 0.010 - 1)
+    assert records[0]["topology"] == topo.name and records[0]["fits"] is True
+    assert lines[0] == "2 rows in 1 batches" and lines[-1].startswith("batch of 2 rows")
