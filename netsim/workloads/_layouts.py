@@ -51,7 +51,7 @@ def predict_layouts(
     *,
     device: str | None = None,
     compute: ComputeModel | None = None,
-    memory_capacity: float | None = None,
+    memory_capacity: float | str | None = None,
     simulate_all: bool = False,
     log: Callable[[str], None] | None = None,
 ) -> list[dict]:

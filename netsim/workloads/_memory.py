@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .._checks import number
+from .._checks import quantity
 from .._scenario import ScenarioError
 
 __all__ = ["GPUS", "GpuSpec", "Memory", "gpu_memory"]
@@ -54,11 +54,12 @@ class Memory:
         return self.parameters + self.gradients + self.optimizer + self.activations
 
 
-def gpu_memory(device: str, capacity: float | None = None) -> tuple[float, str]:
-    """(bytes per GPU, where that figure comes from): `capacity` when given, else the datasheet of the
-    fabric's GPU `device`, else the largest GPU in GPUS: what fits no GPU netsim knows is refused."""
+def gpu_memory(device: str, capacity: float | str | None = None) -> tuple[float, str]:
+    """(bytes per GPU, where that figure comes from): `capacity` when given (bytes, or "80 GB"), else the
+    datasheet of the fabric's GPU `device`, else the largest GPU in GPUS: what fits no GPU netsim knows is
+    refused."""
     if capacity is not None:
-        return number(capacity, "memory_capacity", positive=True), "memory_capacity"
+        return quantity(capacity, "bytes", "memory_capacity", positive=True), "memory_capacity"
     if device in GPUS:
         return GPUS[device].memory, f"{device} datasheet"
     largest = max(GPUS, key=lambda name: GPUS[name].memory)

@@ -471,7 +471,7 @@ def pipeline(
     allreduce: AllReduce | None = None,
     optimizer_time: float = 0.0,
     offload: Offload | None = None,
-    memory_capacity: float | None = None,
+    memory_capacity: float | str | None = None,
     check_memory: bool = True,
     name: str = "",
 ) -> Pipeline:

@@ -632,7 +632,7 @@ def training_workload(
     layout: ParallelLayout,
     *,
     compute: ComputeModel | None = None,
-    memory_capacity: float | None = None,
+    memory_capacity: float | str | None = None,
     check_memory: bool = True,
     per_layer: bool = False,
     name: str = "",

@@ -95,3 +95,16 @@ def test_a_cluster_of_one_gpu_model_names_it():
     v100 = pcie_server(4, nics=1, device="V100")
     assert cluster(leaf_spine(1, 1, 2), v100).device == "V100"
     assert cluster(leaf_spine(1, 1, 2), [v100, pcie_server(4, nics=1)]).device == ""
+
+
+@pytest.mark.parametrize(
+    ("capacity", "message"), [(-1, "must be > 0"), (float("nan"), "finite"), ("-3 GB", "> 0")]
+)
+def test_a_bad_memory_capacity_is_named(capacity, message):
+    server = pcie_server(4, sockets=1)
+    costs = TransformerStage(hidden=1024, seq_len=128, micro_batch=1, layers=2).costs(1e12)
+    with pytest.raises(ScenarioError, match=f"memory_capacity: .*{message}"):
+        pipeline(server, server.gpus(), microbatches=4, costs=costs, memory_capacity=capacity)
+    assert (
+        pipeline(server, server.gpus(), microbatches=4, costs=costs, memory_capacity="24 GB").memory.total > 0
+    )
