@@ -499,7 +499,7 @@ def pipeline(
             for its share of optimizer_time after its backward, sharing the GPU with the backwards still
             to run.
         offload: keep the optimizer on the host (see Offload).
-        memory_capacity: bytes per GPU (default: the fabric's `device` in GPUS, else the largest GPU
+        memory_capacity: bytes per GPU, or "80 GB" (default: the fabric's `device` in GPUS, else the largest GPU
             there); a pipeline whose fullest device needs more (`Pipeline.memory`) is refused.
         check_memory: False compiles a pipeline that does not fit too.
         name: workload name.

@@ -655,8 +655,8 @@ def training_workload(
         topology: a Topology (or any Fabric); its `device` names the GPU for peak figures and memory.
         gpus: at least tp x pp x dp GPU node names (the first ones are used).
         compute: the ComputeModel (default: the shipped fit, `ComputeModel.load()`).
-        memory_capacity: bytes per GPU (default: the topology's GPU in GPUS, else the largest GPU there);
-            a layout needing more is refused.
+        memory_capacity: bytes per GPU, or "80 GB" (default: the topology's GPU in GPUS, else the largest
+            GPU there); a layout needing more is refused.
         check_memory: False compiles a layout that does not fit too (`Training.memory` says what it
             needs): a measured run that did fit, for instance.
         per_layer: cut every op at each of its all-reduces (equal shares of its compute) instead of one
