@@ -73,13 +73,14 @@ def predict_layouts(
 
     log = log or (lambda line: print(f"netsim: {line}", file=sys.stderr))
     compute = ComputeModel.load() if compute is None else compute
-    machines: dict[int, Topology] = {}
+    machines: dict[int, tuple[Topology, float]] = {}  # GPUs -> (machine, bytes per GPU)
     records: list[dict] = [{} for _ in rows]
     compiled = {}
     for i, row in enumerate(rows):
         if row.gpus not in machines:
-            machines[row.gpus] = training_machine(topology, row.gpus, device=device)
-        topo = machines[row.gpus]
+            machine = training_machine(topology, row.gpus, device=device)
+            machines[row.gpus] = machine, gpu_memory(machine.device, memory_capacity)[0]
+        topo, capacity = machines[row.gpus]
         workers = topo.workers
         try:
             if len(workers) < row.gpus:
@@ -101,7 +102,7 @@ def predict_layouts(
             records[i] = {"predicted_s": None, "reason": str(e)}
             continue
         records[i]["topology"] = topo.name
-        records[i]["fits"] = records[i]["memory_bytes"] <= gpu_memory(topo.device, memory_capacity)[0]
+        records[i]["fits"] = records[i]["memory_bytes"] <= capacity
     # one batch (one compile) per power of two of items: fewer compiles for up to 2x padding
     groups = collections.defaultdict(list)
     for i, c in compiled.items():

@@ -518,17 +518,9 @@ def pipeline(
     optimizer_time = quantity(optimizer_time, "time", "optimizer_time")
     v = chunks
     vb = v if backward_chunks is None else backward_chunks
-    memory = pipeline_memory(
-        costs,
-        stages=p,
-        microbatches=microbatches,
-        schedule=schedule,
-        chunks=chunks,
-        backward_chunks=backward_chunks,
-        offload=offload is not None,
-    )
+    memory = _memory(costs, order, schedule, v, vb, offload=offload is not None)
+    capacity = gpu_memory(getattr(fabric, "device", ""), memory_capacity)
     if check_memory:
-        capacity = gpu_memory(getattr(fabric, "device", ""), memory_capacity)
         advice = "use more stages, recompute, offload, or fewer micro-batches in flight"
         check_fits(memory, capacity, "costs", advice)
     duration = {
@@ -664,6 +656,11 @@ def pipeline_memory(
         raise ScenarioError(f"costs: expected a StageCosts, got {type(costs).__name__}")
     order = pipeline_order(schedule, stages, microbatches, chunks, backward_chunks)
     vb = chunks if backward_chunks is None else backward_chunks
+    return _memory(costs, order, schedule, chunks, vb, offload=offload)
+
+
+def _memory(costs: StageCosts, order, schedule: str, chunks: int, vb: int, *, offload: bool) -> Memory:
+    """`pipeline_memory` of a built `order`."""
     streamed = offload and schedule == "breadth-first"  # which needs host_parameters
     parameters = min(1.0, 2 / min(chunks, vb)) if streamed else 1.0
     gradients = min(1.0, 2 / vb) if streamed else 1.0
