@@ -96,13 +96,21 @@ def _train(args: argparse.Namespace) -> int:
     return _one(args, LayoutRow(model, layout, None, 0), compute)
 
 
-def _compile(args, row, compute):
-    from ..workloads import DEFAULT_CLUSTER, training_machine, training_workload
+def _machine(args) -> dict:
+    """--topology, --gpu and --memory (GB) as `predict_layouts`' keywords."""
+    from ..workloads import DEFAULT_CLUSTER
 
-    topo = training_machine(args.topology or DEFAULT_CLUSTER, row.layout.gpus, device=args.gpu)
     capacity = None if args.memory is None else args.memory * 1e9
+    return {"topology": args.topology or DEFAULT_CLUSTER, "device": args.gpu, "memory_capacity": capacity}
+
+
+def _compile(args, row, compute):
+    from ..workloads import training_machine, training_workload
+
+    machine = _machine(args)
+    topo = training_machine(machine["topology"], row.layout.gpus, device=machine["device"])
     return training_workload(
-        topo, topo.workers, row.model, row.layout, compute=compute, memory_capacity=capacity
+        topo, topo.workers, row.model, row.layout, compute=compute, memory_capacity=machine["memory_capacity"]
     )
 
 
@@ -157,16 +165,9 @@ def _table(args, rows, compute) -> int:
     """`netsim.workloads.predict_layouts` on every row; its summary printed, its records written."""
     import numpy as np
 
-    from ..workloads import DEFAULT_CLUSTER, predict_layouts
+    from ..workloads import predict_layouts
 
-    records = predict_layouts(
-        rows,
-        args.topology or DEFAULT_CLUSTER,
-        device=args.gpu,
-        compute=compute,
-        memory_capacity=None if args.memory is None else args.memory * 1e9,
-        simulate_all=args.simulate_all,
-    )
+    records = predict_layouts(rows, **_machine(args), compute=compute, simulate_all=args.simulate_all)
     rel = [abs(r["error"]) for r in records if "error" in r]
     done = sum(r.get("predicted_s") is not None for r in records)
     estimated = sum(r.get("method") == "closed form" for r in records)
