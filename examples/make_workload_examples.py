@@ -177,9 +177,17 @@ def spipe_stage(size: str) -> TransformerStage:
     )
 
 
-def offload_pipeline(
-    how: str, seq_len: int = 1024, *, machine: str = "spipe-v100", size: str = "10", check_memory: bool = True
-):
+def spipe_schedule(how: str, size: str) -> dict:
+    """`pipeline`'s schedule keywords of an SPipe row's run (`how` as in offload_pipeline): one stage per
+    GPU of its nodes."""
+    schedule, chunks, backward_chunks, _ = SPIPE_RUNS[how]
+    nodes = SPIPE_MODELS[size][3]
+    return dict(
+        schedule=schedule, chunks=chunks, backward_chunks=backward_chunks, microbatches=MICROBATCHES * nodes
+    )
+
+
+def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v100", size: str = "10"):
     """An SPipe row's model (`size` in SPIPE_MODELS) on its nodes of `machine` (SPIPE_MACHINES; several
     nodes on one 100 Gb/s switch), one pipeline stage per GPU, the optimizer on the CPU of each GPU's NUMA
     node, `how` one of: "serialized" (the measured Megatron baseline: interleaved 1F1B, parameters in host
@@ -201,17 +209,12 @@ def offload_pipeline(
         step_time=spec.step_time * stage.parameters / spipe_stage("10").parameters,
         **kw,
     )
-    schedule, chunks, backward_chunks, kw = SPIPE_RUNS[how]
     return pipeline(
         fabric,
         fabric.gpus(),
-        schedule=schedule,
-        chunks=chunks,
-        backward_chunks=backward_chunks,
-        microbatches=MICROBATCHES * nodes,
+        **spipe_schedule(how, size),
         costs=dataclasses.replace(stage, seq_len=seq_len).costs(spec.flops),
-        offload=offload(**kw),
-        check_memory=check_memory,
+        offload=offload(**SPIPE_RUNS[how][3]),
         name=f"pp_offload_{how.replace('-', '_')}",
     )
 
@@ -288,15 +291,10 @@ def write() -> None:
 
 def spipe_memory(how: str, seq_len: int, size: str) -> Memory:
     """GPU memory of an SPipe row's run (`how` as in offload_pipeline), from netsim's memory model alone."""
-    schedule, chunks, backward_chunks, _ = SPIPE_RUNS[how]
-    nodes = SPIPE_MODELS[size][3]
     return pipeline_memory(
         dataclasses.replace(spipe_stage(size), seq_len=seq_len).costs(1.0),
-        stages=4 * nodes,
-        microbatches=MICROBATCHES * nodes,
-        schedule=schedule,
-        chunks=chunks,
-        backward_chunks=backward_chunks,
+        stages=4 * SPIPE_MODELS[size][3],
+        **spipe_schedule(how, size),
         offload=True,
     )
 
