@@ -62,10 +62,25 @@ class LatencyCurve:
         return doc
 
 
-def latency_curves(specs: Sequence[dict], rates) -> list[LatencyCurve]:
+def latency_curves(specs: Sequence[dict], rates=None) -> list[LatencyCurve]:
     """Many curves in one vmapped call. Each spec: topology, traffic, packet_size, and optionally router
-    (preset name, default "booksim"), vcs, buffer, clock_hz."""
-    rates = check_rates(rates)
+    (preset name, default "booksim"), vcs, buffer, clock_hz and rates: its own offered rates, in place of
+    `rates`, which the others share. Curves with rates of their own are padded to the longest with their
+    last rate, so that one compiled call serves them all."""
+    own = [
+        check_rates(spec["rates"], where=f"specs[{i}].rates") if spec.get("rates") is not None else None
+        for i, spec in enumerate(specs)
+    ]
+    if rates is None and any(r is None for r in own):
+        missing = next(i for i, r in enumerate(own) if r is None)
+        raise ScenarioError(f"specs[{missing}]: no rates (pass rates= for all, or the spec's own 'rates')")
+    shared = None if rates is None else check_rates(rates)
+    per_curve = [shared if r is None else r for r in own]
+    if any(r is not None for r in own):  # a row per curve
+        width = max(r.size for r in per_curve)
+        table = np.stack([np.pad(r, (0, width - r.size), mode="edge") for r in per_curve])
+    else:
+        table = shared
     loads, flits, presets = [], [], []
     for spec in specs:
         size = spec.get("packet_size", 1)
@@ -79,20 +94,21 @@ def latency_curves(specs: Sequence[dict], rates) -> list[LatencyCurve]:
             )
         )
     with jax.enable_x64(True):  # cycles in float64; scoped, so the caller's config stays
-        out = jax.device_get(curves(loads, flits, [p.router() for p in presets], rates))
+        out = jax.device_get(curves(loads, flits, [p.router() for p in presets], table))
+    sizes = [r.size for r in per_curve]  # each curve's own points, padding dropped
     return [
         LatencyCurve(
             topology=spec["topology"],
             traffic=spec.get("traffic", "uniform"),
             packet_size=int(flits[i]),
             router=presets[i],
-            rates=rates,
-            latency=np.asarray(out.latency[i]),
-            accepted=np.asarray(out.accepted[i]),
+            rates=per_curve[i],
+            latency=np.asarray(out.latency[i, : sizes[i]]),
+            accepted=np.asarray(out.accepted[i, : sizes[i]]),
             saturation=float(out.saturation[i]),
             zero_load=float(out.zero_load[i]),
-            utilization=np.asarray(out.utilization[i, :, : loads[i].load.size]),
-            wait=np.asarray(out.wait[i, :, : loads[i].load.size]),
+            utilization=np.asarray(out.utilization[i, : sizes[i], : loads[i].load.size]),
+            wait=np.asarray(out.wait[i, : sizes[i], : loads[i].load.size]),
             channel_names=loads[i].channel_names,
         )
         for i, spec in enumerate(specs)

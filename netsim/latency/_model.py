@@ -134,11 +134,13 @@ def shape_load(topology: str, pattern: str, **pattern_args) -> Load:
     return cube_load(parse_shape(topology), pattern, **pattern_args)
 
 
-def check_rates(rates) -> np.ndarray:
-    r = np.asarray(rates, dtype=float).ravel()
-    if r.size == 0 or not np.all(np.isfinite(r)) or np.any(r <= 0):
+def check_rates(rates, *, where: str = "rates") -> np.ndarray:
+    """Offered rates as a float array: R rates, or B x R (a row per curve); all finite and > 0."""
+    r = np.asarray(rates, dtype=float)
+    r = r.ravel() if r.ndim < 2 else r
+    if r.size == 0 or r.ndim > 2 or not np.all(np.isfinite(r)) or np.any(r <= 0):
         raise ScenarioError(
-            f"rates: must be finite numbers > 0 (packets per node per cycle), got {list(rates)}"
+            f"{where}: must be finite numbers > 0 (packets per node per cycle), got {np.asarray(rates).tolist()}"
         )
     return r
 
@@ -149,7 +151,8 @@ def _batched():
 
 
 def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: np.ndarray) -> Curve:
-    """B curves in one call: loads[b] with packets of flits[b] flits through routers[b], each at every rate.
+    """B curves in one call: loads[b] with packets of flits[b] flits through routers[b], at `rates`: R rates
+    shared by every curve, or B x R, a row per curve.
 
     Returns a Curve whose fields carry a leading batch axis B (channel axis padded to the largest load).
     """
@@ -160,6 +163,8 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     if any(f < 1 for f in flits):
         raise ScenarioError(f"packet size: must be >= 1 flit, got {min(flits)}")
     rates = check_rates(rates)
+    if rates.ndim == 2 and rates.shape[0] != len(loads):
+        raise ScenarioError(f"rates: one row per curve, got {rates.shape[0]} rows for {len(loads)} curves")
     width = max(x.load.size for x in loads)
     load, contend, diverge, exits = (np.zeros((len(loads), width)) for _ in range(4))
     share = np.zeros((len(loads), max(x.class_share.shape[0] for x in loads), width))  # padding: no class
@@ -183,7 +188,7 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
     stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
     return _batched()(
-        rates,  # shared by every curve
+        rates,  # shared by every curve (R), or a row per curve (B x R)
         load,
         service,
         contend,

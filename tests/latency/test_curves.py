@@ -92,15 +92,20 @@ def test_torus_splits_ties_and_transpose_bottleneck():
 
 @pytest.fixture(scope="module")
 def predicted():
-    """The shipped preset on every stored BookSim2 curve, in one batched call over all their rates."""
+    """The shipped preset on every stored BookSim2 curve at its own rates, in one batched call."""
     stored = fitting.stored_curves()
-    rates = np.unique(np.concatenate([c.rates for c in stored]))
     specs = [
-        dict(topology=c.topology, traffic=c.traffic, packet_size=c.flits, vcs=c.num_vcs, buffer=c.vc_buf_size)
+        dict(
+            topology=c.topology,
+            traffic=c.traffic,
+            packet_size=c.flits,
+            vcs=c.num_vcs,
+            buffer=c.vc_buf_size,
+            rates=c.rates,
+        )
         for c in stored
     ]
-    out = nl.latency_curves(specs, rates)
-    return {c.name: (c, got, np.searchsorted(rates, c.rates)) for c, got in zip(stored, out, strict=True)}
+    return {c.name: (c, got) for c, got in zip(stored, nl.latency_curves(specs), strict=True)}
 
 
 def test_zero_load_by_hand_and_against_booksim(predicted):
@@ -108,8 +113,9 @@ def test_zero_load_by_hand_and_against_booksim(predicted):
     curve = nl.latency_curve("mesh:8x8", "uniform", packet_size=4, rates=[1e-6])
     base = nl.booksim().base
     assert curve.zero_load == pytest.approx(base + 5.25 * 4 + 3)
-    for c, got, at in predicted.values():  # BookSim's lowest-rate point is near zero load
-        assert got.latency[at[0]] == pytest.approx(c.latency[0], rel=0.06), c.name
+    for c, got in predicted.values():  # BookSim's lowest-rate point is near zero load
+        np.testing.assert_array_equal(got.rates, c.rates)
+        assert got.latency[0] == pytest.approx(c.latency[0], rel=0.06), c.name
 
 
 KNOWN_MISSES = {  # curve -> why the shipped preset misses the targets there (docs/latency.md)
@@ -124,6 +130,11 @@ KNOWN_MISSES = {  # curve -> why the shipped preset misses the targets there (do
     "stable only because its default run is too short for the 14 of 64 flows throttled at the corner channels "
     "to lift its average latency past its thresholds; run 10x longer BookSim is unstable at 0.0075 and its "
     "latency keeps growing at 0.00714: its steady-state saturation is 0.0068-0.0071, the model's 0.0066",
+    "torus4x4x4_uniform_ps4_num_vcs4": "saturation 16 % high (0.1752 against 0.1510), recorded blind: every "
+    "channel carries 1 packet per unit rate with the port mix of the 4x4 torus (divergence 0.20), so the "
+    "per-channel model gives both shapes the same figure (0.1751); BookSim saturates lower in three "
+    "dimensions than in two (0.151 against 0.162 with 4 VCs, 0.2135 against 0.2205 with 8), where routers "
+    "have 7 ports instead of 5 and packets cross 3 of them instead of 2, which no per-channel term sees",
     "mesh4_bitcomp_ps8": "latency 13 % low on average, 29 % at 0.0536 (67 cycles against BookSim's 94): "
     "recorded blind (the model fixed before BookSim ran); the saturation is within 6 %, the queueing of "
     "8-flit packets on the 4x4 mesh's bitcomp channels before it too small",
@@ -150,8 +161,8 @@ KNOWN_MISSES = {  # curve -> why the shipped preset misses the targets there (do
     ],
 )
 def test_booksim_preset_against_stored_booksim(curve, predicted):
-    c, got, at = predicted[curve]
-    err = np.abs(got.latency[at][c.scored] / c.latency[c.scored] - 1)
+    c, got = predicted[curve]
+    err = np.abs(got.latency[c.scored] / c.latency[c.scored] - 1)
     assert err.mean() <= 0.10 and err.max() <= 0.25, (err.mean(), err.max())
     assert got.saturation == pytest.approx(c.saturation, rel=0.10)
 
@@ -167,6 +178,16 @@ def test_many_curves_in_one_call_equal_one_at_a_time():
         one = nl.latency_curve(**spec, rates=rates)
         np.testing.assert_allclose(got.latency, one.latency, rtol=1e-12)
         assert got.saturation == one.saturation
+    # curves with rates of their own: each padded to the longest in the call, the padding dropped
+    own = nl.latency_curves([dict(specs[0], rates=[0.01, 0.02, 0.03]), dict(specs[1], rates=[0.03])])
+    np.testing.assert_array_equal(own[1].rates, [0.03])
+    assert own[0].latency.shape == (3,) and own[1].wait.shape == (1, both[1].wait.shape[1])
+    np.testing.assert_allclose(own[0].latency[[0, 2]], both[0].latency, rtol=1e-12)
+    np.testing.assert_allclose(own[1].latency, both[1].latency[1:], rtol=1e-12)
+    with pytest.raises(NetsimError, match=r"specs\[1\]: no rates"):
+        nl.latency_curves([dict(specs[0], rates=[0.01]), specs[1]])
+    with pytest.raises(NetsimError, match=r"specs\[0\].rates: must be finite numbers > 0"):
+        nl.latency_curves([dict(specs[0], rates=[0.01, -1])])
 
 
 def test_vmap_latency_shares_what_has_no_batch_axis():
