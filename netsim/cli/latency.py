@@ -49,8 +49,9 @@ def register(subparsers) -> None:
     p.add_argument(
         "--traffic",
         default="uniform",
-        help="uniform, transpose, bitcomp, bitrev, shuffle, tornado, "
-        "neighbor, randperm or hotspot (BookSim2's definitions; default uniform)",
+        help="uniform, transpose, bitcomp, bitrev, shuffle, tornado, neighbor, randperm or hotspot, "
+        "as BookSim2 writes them, parameters included: 'hotspot({{0,5},{3,1}})' (hot nodes, weights; "
+        "default node 0), 'randperm(SEED)' (default uniform)",
     )
     p.add_argument("--packet-size", type=_positive, default=1, help="flits per packet (default 1)")
     p.add_argument("--rates", type=_rates, required=True, help="offered rates, e.g. 0.01,0.02,0.05")

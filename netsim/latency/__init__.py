@@ -26,4 +26,5 @@ from ._shapes import Cube as Cube
 from ._shapes import parse_shape as parse_shape
 from ._topology import topology_load as topology_load
 from ._traffic import PATTERNS as PATTERNS
+from ._traffic import parse_pattern as parse_pattern
 from ._traffic import traffic_matrix as traffic_matrix

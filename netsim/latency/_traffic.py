@@ -25,6 +25,64 @@ PATTERNS = (
 )
 
 
+def booksim_list(data: str) -> list[str]:
+    """BookSim2's reading of a parameter list (tokenize_str, src/config_utils.cpp): "" -> []; text that
+    does not start with "{" -> [text]; "{a,b,{c,d}}" -> its top-level elements ["a", "b", "{c,d}"]. As in
+    BookSim, an element ends at a comma or at the brace that closes the list, so "{5,10}" is two elements
+    and "{0,27},{3,1}" reads as the first list's, ["0", "27"]."""
+    if not data:
+        return []
+    if data[0] != "{":
+        return [data]
+    values, start, nested = [], 1, 0
+    for at in range(1, len(data)):
+        char = data[at]
+        if char == "{":
+            nested += 1
+        elif char == "}" and nested:
+            nested -= 1
+        elif char in ",}" and not nested:
+            if at > start:
+                values.append(data[start:at])
+            start = at + 1
+    if nested:
+        raise ValueError(f"unbalanced braces in {data!r}")
+    return values
+
+
+def parse_pattern(text: str) -> tuple[str, dict]:
+    """A pattern name, or one with parameters read as BookSim2 reads them (TrafficPattern::New): the text
+    between the first "(" and the last ")" is a list (`booksim_list`). `hotspot({{0,5},{3,1}})`: hot nodes
+    {0,5} with relative weights {3,1} (fewer weights than nodes repeat the last; none: all alike);
+    `hotspot(7)` or `hotspot({7})`: node 7. BookSim reads `hotspot({5,10})` as node 5 with weight 10, one
+    hot node, and so does netsim. `randperm(SEED)`. BookSim draws a random hot node where none is given
+    (or one is < 0); netsim needs them named (default node 0). Returns (name, keyword arguments of
+    traffic_matrix)."""
+    text = str(text).strip()
+    left = text.find("(")
+    if left < 0:
+        return text, {}
+    name, right = text[:left].strip(), text.rfind(")")
+    try:
+        params = booksim_list(text[left + 1 : right if right > left else len(text)].strip())
+        numbers = [[int(x) for x in booksim_list(p.strip())] for p in params]
+    except ValueError:
+        numbers = None
+    if numbers is not None and name == "randperm" and len(numbers) == 1 and len(numbers[0]) == 1:
+        return name, {"seed": numbers[0][0]}
+    if numbers and name == "hotspot" and len(numbers) <= 2 and numbers[0] and min(numbers[0]) >= 0:
+        hot = tuple(numbers[0])
+        if len(numbers) == 1 or not numbers[1]:
+            return name, {"hotspots": hot}
+        weights = (numbers[1] + [numbers[1][-1]] * len(hot))[: len(hot)]
+        return name, {"hotspots": hot, "weights": tuple(weights)}
+    raise ScenarioError(
+        f"traffic: cannot read {text!r}: parameters as BookSim2 writes them are hotspot({{{{NODE,...}},"
+        "{WEIGHT,...}}) with nodes >= 0 (or hotspot(NODE)), or randperm(SEED); the other patterns take "
+        "theirs from the shape"
+    )
+
+
 def _power_of_two(nodes: int, pattern: str) -> int:
     if nodes & (nodes - 1) or nodes < 2:
         raise ScenarioError(f"traffic: {pattern!r} needs a power-of-two node count, got {nodes} nodes")
@@ -71,10 +129,14 @@ def traffic_matrix(
     """T[s, d] for a k-ary n-cube of N = k**n nodes; rows sum to 1.
 
     Args:
-        pattern: one of PATTERNS.
+        pattern: one of PATTERNS, or with BookSim2's parameters (`parse_pattern`: "hotspot({{0,5},{3,1}})",
+            "randperm(3)"), which take the place of the keywords below.
         seed: randperm's permutation (NumPy's generator: BookSim's own draws differ, the statistics do not).
         hotspots, weights: hotspot's destinations and their relative weights (BookSim's hotspot({..},{..})).
     """
+    pattern, given = parse_pattern(pattern)
+    seed = given.get("seed", seed)
+    hotspots, weights = given.get("hotspots", hotspots), given.get("weights", weights)
     if pattern not in PATTERNS:
         raise ScenarioError(f"traffic: unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
     nodes = k**n
