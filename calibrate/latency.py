@@ -14,6 +14,9 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
+import time
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -37,6 +40,7 @@ TRAIN = (
     "mesh8_uniform_ps20",
 )
 REACH = 0.9  # latency points up to this fraction of BookSim's saturation rate count
+PROGRESS_EVERY = 10.0  # s between the fit's progress lines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +180,15 @@ def baseline() -> Router:
     )
 
 
-def fit(curves: list[Curve], steps: int = 600, lr: float = 0.05) -> Router:
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def fit(
+    curves: list[Curve], steps: int = 600, lr: float = 0.05, *, progress: Callable[[str], None] | None = _say
+) -> Router:
+    """Adam on `curves`; `progress` gets a line when the first step (the compile) is done and every
+    PROGRESS_EVERY s after (None: silent)."""
     batch, target, mask = _pack(curves)
     sat = jnp.asarray([c.saturation for c in curves])
 
@@ -196,8 +208,24 @@ def fit(curves: list[Curve], steps: int = 600, lr: float = 0.05) -> Router:
         updates, state = optim.update(grad, state, theta)
         return optax.apply_updates(theta, updates), state, value
 
-    for _ in range(steps):
-        theta, state, _ = step(theta, state)
+    start = time.perf_counter()
+    if progress:
+        progress(f"fit: {steps} Adam steps on {len(curves)} curves; compiling the step")
+    for k in range(steps):
+        theta, state, value = step(theta, state)
+        value = float(value)  # waits for the step (a fraction of a second), so the rate is the steps'
+        now = time.perf_counter()
+        if k == 0:
+            first = last = now  # the rate and ETA leave the compile out
+            if progress:
+                progress(f"fit: step 1/{steps} (compiled and run in {now - start:.1f} s), loss {value:.4g}")
+        elif progress and (k == steps - 1 or now - last >= PROGRESS_EVERY):
+            rate = k / (now - first)
+            progress(
+                f"fit: step {k + 1}/{steps}, loss {value:.4g}, {rate:.2f} steps/s, "
+                f"elapsed {now - start:.0f} s, ETA {(steps - k - 1) / rate:.0f} s"
+            )
+            last = now
     return _router(theta)
 
 
