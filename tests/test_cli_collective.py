@@ -157,6 +157,22 @@ def test_collective_options_errors_and_ring_search(capsys, monkeypatch, tmp_path
         (120, 10, "none", -1),
         (504, 42, "none", -1),
     ]
+    # root is -1 for every op without one, whatever other options are set (it followed --slots once)
+    code, reduced, err = run_cli(
+        capsys,
+        monkeypatch,
+        "collective",
+        "allreduce",
+        "-t",
+        "pcie-4gpu",
+        "-b",
+        "1K",
+        "-e",
+        "1K",
+        "--slots",
+        "4",
+    )
+    assert code == 0 and [line.split()[4] for line in reduced.splitlines() if "float" in line] == ["-1"], err
     rings = json.loads((tmp_path / "ag.json").read_text())["rings"]
     assert rings[-1]["default"] and all(r["busbw"] >= rings[-1]["busbw"] * (1 - 1e-9) for r in rings)
     assert "# best 1" in text and "# default" in text
@@ -164,6 +180,8 @@ def test_collective_options_errors_and_ring_search(capsys, monkeypatch, tmp_path
         (("alltoall", "-t", "pcie-4gpu", "--algo", "ring"), "alltoall has no algorithm 'ring'"),
         (("allreduce", "-t", "pcie-4gpu", "-g", "5"), "-g: ranks must be in [2, 4]"),
         (("allreduce", "-t", "pcie-4gpu", "--slots", "-1"), "--slots: must be >= 0"),
+        (("allreduce", "-t", "pcie-4gpu", "--rail-rings", "--algo", "tree"), "--rail-rings: orders rings"),
+        (("allreduce", "-t", "pcie-4gpu", "--rail-rings", "--channels", "2"), "'gpu0' names no server"),
         (("allreduce", "-t", "no-such-machine"), "neither a preset"),
         (("allreduce", "-t", "pcie-4gpu", "-b", "2", "-e", "3"), "every size is below one float"),
         (("allreduce", "-t", "pcie-4gpu", "-b", "2M", "-e", "1M"), "above the -e maximum"),

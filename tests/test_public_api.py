@@ -123,6 +123,7 @@ def test_workload_names():
         "bus_factor",
         "btree_parents",
         "double_tree_parents",
+        "rail_rings",
         "tree_depths",  # collectives
         "SCHEDULES",
         "Offload",

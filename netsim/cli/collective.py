@@ -164,6 +164,13 @@ def register(subparsers) -> None:
     p.add_argument("--channels", type=int, default=1, help="parallel rings or trees (default 1)")
     p.add_argument("--chunks", type=int, default=1, help="pipelining chunks per channel (default 1)")
     p.add_argument(
+        "--rail-rings",
+        action="store_true",
+        help="ring orders that cross between servers on a rail of their own per channel, as NCCL's on a "
+        "rail-optimized cluster (netsim.workloads.rail_rings; use with --channels, e.g. one per GPU of a "
+        "server); default: every channel in rank order",
+    )
+    p.add_argument(
         "--slots",
         type=int,
         help="pieces in flight per connection (default 2, as NCCL's FIFO; 0 = unbounded)",
@@ -230,6 +237,10 @@ def _collective(args: argparse.Namespace) -> int:
         if args.slots < 0:
             raise ScenarioError(f"--slots: must be >= 0 (0 = unbounded), got {args.slots}")
         extra["slots"] = args.slots or None
+    if args.rail_rings:
+        if algo != "ring":
+            raise ScenarioError(f"--rail-rings: orders rings, not the {algo!r} algorithm")
+        extra["rings"] = workloads.rail_rings(ranks, args.channels)
     collective = build(
         ranks, rows[-1][0], algorithm=algo, channels=args.channels, chunks=args.chunks, **extra
     )
@@ -240,7 +251,7 @@ def _collective(args: argparse.Namespace) -> int:
     table = studies.collective_sweep(collective, topo, [s for s, _ in rows], costs)
     print(
         format_table(
-            args, topo, ranks, algo, table, [c for _, c in rows], root=args.root if extra else -1, notes=notes
+            args, topo, ranks, algo, table, [c for _, c in rows], root=extra.get("root", -1), notes=notes
         )
     )
     search = None

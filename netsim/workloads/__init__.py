@@ -68,6 +68,7 @@ from .collectives import broadcast as broadcast
 from .collectives import btree_parents as btree_parents
 from .collectives import bus_factor as bus_factor
 from .collectives import double_tree_parents as double_tree_parents
+from .collectives import rail_rings as rail_rings
 from .collectives import reduce as reduce
 from .collectives import reducescatter as reducescatter
 from .collectives import tree_depths as tree_depths

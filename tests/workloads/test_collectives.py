@@ -137,6 +137,40 @@ def test_two_channels_in_opposite_directions_halve_the_bytes_term():
     assert_time(simulate(c, ring_fabric(n, both=True)), expected)
 
 
+@pytest.mark.parametrize(("servers", "gpus"), [(2, 4), (2, 8), (3, 4), (4, 2)])
+def test_rail_rings_cross_servers_one_rail_at_a_time(servers, gpus):
+    ranks = [f"n{s}/gpu{g}" for s in range(servers) for g in range(gpus)]
+    rings = coll.rail_rings(ranks, gpus)
+    crossings = Counter()
+    for ring in rings:
+        assert sorted(ring) == sorted(ranks)  # a permutation
+        for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
+            (sa, ga), (sb, gb) = a.split("/"), b.split("/")
+            closing = b == ring[0]
+            if sa != sb and not (closing and servers % 2):  # an odd count's closing hop changes rails
+                assert ga == gb, (ring, a, b)
+                crossings[ga, sa, sb] += 1
+    if servers == 2:  # every rail carries exactly one ring each way
+        assert crossings == Counter(
+            {(f"gpu{g}", a, b): 1 for g in range(gpus) for a, b in (("n0", "n1"), ("n1", "n0"))}
+        )
+    for bad, msg in ((["g0", "g1"], "names no server"), (["a/0", "a/1", "b/0"], "servers of equal size")):
+        with pytest.raises(netsim.ScenarioError, match=msg):
+            coll.rail_rings(bad, 2)
+
+
+def test_rail_rings_use_every_nic_of_a_rail_optimized_cluster():
+    # two servers of 4 GPUs, NICs of 10 GB/s on 4 rails: in rank order every channel leaves a server by
+    # the same NIC (busbw = one NIC), on rail rings each channel by its own (busbw = 4 NICs), exactly
+    from netsim.topology import cluster, nvswitch_server, rail_optimized
+
+    fabric = cluster(rail_optimized(2, 4, nic_bandwidth=10e9), nvswitch_server(4, gpu_bandwidth=100e9))
+    ranks = fabric.gpus()
+    for rings, busbw in ((None, 10e9), (coll.rail_rings(ranks, 4), 40e9)):
+        c = coll.allreduce(ranks, S, channels=4, rings=rings)
+        assert_time(simulate(c, fabric), 2 * 7 / 8 * S / busbw)
+
+
 @pytest.mark.parametrize("kind", ["allgather", "reducescatter"])
 @pytest.mark.parametrize(("n", "chunks"), [(4, 1), (5, 3)])
 def test_allgather_reducescatter_closed_form(kind, n, chunks):

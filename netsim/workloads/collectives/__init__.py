@@ -33,6 +33,7 @@ from ..._checks import quantity as quantity
 from . import _alltoall, _halving_doubling, _ring, _tree
 from ._builder import Schedule, build
 from ._collective import SLOTS, Collective, Transfer, bus_factor
+from ._ring import rail_rings
 from ._tree import btree_parents, double_tree_parents, tree_depths
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "btree_parents",
     "bus_factor",
     "double_tree_parents",
+    "rail_rings",
     "reduce",
     "reducescatter",
     "tree_depths",

@@ -3,7 +3,49 @@ Reduce along it as a chain."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ..._scenario import ScenarioError
 from ._builder import Builder, Schedule
+
+
+def rail_rings(ranks: Sequence[str], channels: int) -> list[list[str]]:
+    """One ring order per channel, each crossing between servers on rails of its own, as NCCL lays its
+    rings on a rail-optimized fabric (GPU i's NIC on rail i): pass as `rings=` with `channels=`.
+
+    Servers are the ranks that share the part of their name before "/" (as `cluster` names them,
+    "n0/gpu3"), g ranks each, in the order given. Ring c runs through the servers in that order, each
+    entered and left by its ranks of local index c and c + 1 (mod g), ascending on one server and
+    descending on the next, so every hop between servers joins ranks of one local index: one rail. With
+    channels = g and two servers (or any even number) every rail carries one ring each way; with an odd
+    number of servers the hop that closes each ring changes rails.
+
+    Raises:
+        ScenarioError: a rank with no server part, servers of unequal sizes, channels < 1.
+    """
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+        raise ScenarioError(f"channels: must be an integer >= 1, got {channels!r}")
+    servers: dict[str, list[str]] = {}
+    for rank in ranks:
+        server, sep, _ = str(rank).partition("/")
+        if not sep or not server:
+            raise ScenarioError(
+                f"ranks: {rank!r} names no server (expected SERVER/GPU, as cluster names them)"
+            )
+        servers.setdefault(server, []).append(rank)
+    sizes = {name: len(members) for name, members in servers.items()}
+    if len(set(sizes.values())) != 1:
+        raise ScenarioError(f"ranks: rail rings need servers of equal size, got {sizes}")
+    groups = list(servers.values())
+    g = len(groups[0])
+    rings = []
+    for c in range(channels):
+        ring = []
+        for s, members in enumerate(groups):
+            order = (c + 1 + i if s % 2 == 0 else c - i for i in range(g))  # ends on c / on c + 1
+            ring += [members[k % g] for k in order]
+        rings.append(ring)
+    return rings
 
 
 def _ring(phases: str) -> Schedule:
