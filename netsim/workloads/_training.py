@@ -41,6 +41,7 @@ from ._pipeline import (
     in_flight,
     pipeline_order,
 )
+from .collectives import rail_rings
 
 __all__ = [
     "ComputeModel",
@@ -449,27 +450,6 @@ def placement(gpus: Sequence[str], layout: ParallelLayout) -> tuple[tuple[tuple[
     )
 
 
-def server_of(node: str) -> str:
-    """The server a node of a composed cluster belongs to ("n3" for "n3/gpu5"; `cluster` names them so);
-    "" for a node of a single machine."""
-    return node.split("/", 1)[0] if "/" in node else ""
-
-
-def ring_channels(ranks: Sequence[str]) -> list[list[str]]:
-    """The rank orders of a ring all-reduce over `ranks` as NCCL runs it across servers: k channels, k the
-    fewest ranks any server holds, channel c entering and leaving every server by other GPUs (each
-    server's ranks rotated by c), so that the channels cross the fabric by k different NICs. One
-    channel (`ranks` as given) when they share one server."""
-    by_server: dict[str, list[str]] = {}
-    for g in ranks:
-        by_server.setdefault(server_of(g), []).append(g)
-    groups = list(by_server.values())
-    if len(groups) == 1:
-        return [list(ranks)]
-    k = min(map(len, groups))
-    return [[g for grp in groups for g in grp[c:] + grp[:c]] for c in range(k)]
-
-
 def _bottleneck(topology, bandwidths: dict[str, float], a: str, b: str) -> float:
     return min(bandwidths[x] for x in topology.route(a, b))
 
@@ -477,7 +457,7 @@ def _bottleneck(topology, bandwidths: dict[str, float], a: str, b: str) -> float
 def _ring_rate(topology, bandwidths: dict[str, float], ranks: Sequence[str]) -> float:
     """B/s per rank of a ring all-reduce on an idle fabric: its channels split the bytes, each moving at
     its slowest hop; a link that several channels cross (a GPU's port) is shared by them."""
-    channels = ring_channels(ranks)
+    channels = rail_rings(ranks)
     load: dict[str, int] = {}
     for ring in channels:
         for a, b in zip(ring, ring[1:] + ring[:1], strict=True):
@@ -488,7 +468,7 @@ def _ring_rate(topology, bandwidths: dict[str, float], ranks: Sequence[str]) -> 
 
 def link_rates(topology, gpus: Sequence[str], layout: ParallelLayout) -> LinkRates:
     """The rates of `layout` placed on `gpus` of `topology` (`placement`): a TP group's ring all-reduce,
-    a send from stage 0 to stage 1, a DP group's ring all-reduce over `ring_channels` (the slowest link
+    a send from stage 0 to stage 1, a DP group's ring all-reduce over `rail_rings` (the slowest link
     of each route, as the engine gives them on an idle fabric; inf where the layout has no such traffic).
     """
     grid = placement(list(gpus), layout)
@@ -767,7 +747,7 @@ def training_workload(
                         if layout.overlap_dp
                         else everything
                     )
-                    channels = ring_channels(ranks)
+                    channels = rail_rings(ranks)
                     ring = allreduce(
                         ranks,
                         stage_params[d] * HALF / buckets[d],
@@ -817,7 +797,7 @@ def program_size(
     if dp > 1:  # a ring all-reduce per bucket: 2(dp - 1) steps of dp flows on each channel
         for d in range(p):
             for j in range(t):
-                channels = len(ring_channels([grid[r][d][j] for r in range(dp)]))
+                channels = len(rail_rings([grid[r][d][j] for r in range(dp)]))
                 size += plan.buckets[d] * channels * dp * 2 * (dp - 1)
     return size
 
@@ -833,7 +813,7 @@ class _Plan:
     buckets: list[int]  # DP buckets per stage
     order: tuple[tuple[Op, ...], ...]
     final: dict[int, int]  # stage -> index of its final backward op in order
-    tp_rings: tuple[tuple[int, ...], ...]  # TP rank order of each channel of the TP ring (`ring_channels`)
+    tp_rings: tuple[tuple[int, ...], ...]  # TP rank order of each channel of the TP ring (`rail_rings`)
     stage_params: list[float]  # parameters per GPU of each stage
     position: dict[Op, int] = dataclasses.field(init=False)
 
@@ -859,7 +839,7 @@ class _Plan:
         rank = {
             g: j for j, g in enumerate(grid[0][0])
         }  # TP ring channels as TP rank orders (alike in every group)
-        tp_rings = tuple(tuple(rank[g] for g in ring) for ring in ring_channels(grid[0][0]))
+        tp_rings = tuple(tuple(rank[g] for g in ring) for ring in rail_rings(grid[0][0]))
         buckets = [dp_buckets(n, layout) for n in stage_params]
         full = layout.recompute == "full"
         return cls(t, layers, full, per_layer, buckets, order, final, tp_rings, stage_params)

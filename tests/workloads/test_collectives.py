@@ -154,9 +154,12 @@ def test_rail_rings_cross_servers_one_rail_at_a_time(servers, gpus):
         assert crossings == Counter(
             {(f"gpu{g}", a, b): 1 for g in range(gpus) for a, b in (("n0", "n1"), ("n1", "n0"))}
         )
-    for bad, msg in ((["g0", "g1"], "names no server"), (["a/0", "a/1", "b/0"], "servers of equal size")):
+    for bad, msg in (
+        ((["a/0", "g1"], 2), "'g1' names no server"),
+        ((["a/0", "b/0"], 0), "channels: must be"),
+    ):
         with pytest.raises(netsim.ScenarioError, match=msg):
-            coll.rail_rings(bad, 2)
+            coll.rail_rings(*bad)
 
 
 def test_rail_rings_use_every_nic_of_a_rail_optimized_cluster():

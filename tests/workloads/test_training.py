@@ -23,10 +23,10 @@ from netsim.workloads import (
     optimizer_seconds,
     predict_layouts,
     program_size,
+    rail_rings,
     read_layout_table,
     training_workload,
 )
-from netsim.workloads._training import ring_channels
 
 BW = 200e9  # B/s per GPU port
 ALPHA = 3e-6  # s per ring step
@@ -144,13 +144,22 @@ def test_closed_form_estimate_matches_the_simulation(layout):
     assert estimate == pytest.approx(simulated, rel=0.02)
 
 
-def test_ring_channels_leave_each_server_by_other_gpus():
+def test_dp_rings_leave_each_server_by_other_gpus():
+    # a DP group's all-reduce (rail_rings): one channel per rank a server holds, each crossing on its own rail
     ranks = ["n0/gpu0", "n0/gpu4", "n1/gpu0", "n1/gpu4"]
-    channels = ring_channels(ranks)
-    assert channels == [ranks, ["n0/gpu4", "n0/gpu0", "n1/gpu4", "n1/gpu0"]]
+    channels = rail_rings(ranks)
+    assert channels == [
+        ["n0/gpu4", "n0/gpu0", "n1/gpu0", "n1/gpu4"],
+        ["n0/gpu0", "n0/gpu4", "n1/gpu4", "n1/gpu0"],
+    ]
     exits = {ring[(ring.index(g) + 1) % 4][:2] != g[:2] and g for ring in channels for g in ring}
     assert exits - {False} == {"n0/gpu4", "n1/gpu4", "n0/gpu0", "n1/gpu0"}  # 4 crossings, 4 NICs
-    assert ring_channels(["gpu0", "gpu1", "gpu2"]) == [["gpu0", "gpu1", "gpu2"]]
+    assert rail_rings(["gpu0", "gpu1", "gpu2"]) == [["gpu0", "gpu1", "gpu2"]]
+    # servers of unequal sizes share no rails: each channel leaves every server by other ranks
+    assert rail_rings(["a/0", "a/1", "b/0", "b/1", "b/2"]) == [
+        ["a/0", "a/1", "b/0", "b/1", "b/2"],
+        ["a/1", "a/0", "b/1", "b/2", "b/0"],
+    ]
 
 
 DGX2 = dgx_a100(2)

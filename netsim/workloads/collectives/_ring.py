@@ -9,40 +9,46 @@ from ..._scenario import ScenarioError
 from ._builder import Builder, Schedule
 
 
-def rail_rings(ranks: Sequence[str], channels: int) -> list[list[str]]:
+def rail_rings(ranks: Sequence[str], channels: int | None = None) -> list[list[str]]:
     """One ring order per channel, each crossing between servers on rails of its own, as NCCL lays its
     rings on a rail-optimized fabric (GPU i's NIC on rail i): pass as `rings=` with `channels=`.
 
     Servers are the ranks that share the part of their name before "/" (as `cluster` names them,
-    "n0/gpu3"), g ranks each, in the order given. Ring c runs through the servers in that order, each
-    entered and left by its ranks of local index c and c + 1 (mod g), ascending on one server and
-    descending on the next, so every hop between servers joins ranks of one local index: one rail. With
-    channels = g and two servers (or any even number) every rail carries one ring each way; with an odd
-    number of servers the hop that closes each ring changes rails.
+    "n0/gpu3"), in the order given; `channels` defaults to the fewest ranks a server holds (one channel
+    in `ranks`' order when they share one server). With g ranks on every server, ring c runs through the
+    servers in order, each entered and left by its ranks of local index c and c + 1 (mod g), ascending on
+    one server and descending on the next, so every hop between servers joins ranks of one local index:
+    one rail. With channels = g and two servers (or any even number) every rail carries one ring each way;
+    with an odd number the hop that closes each ring changes rails. Servers of unequal sizes: ring c
+    enters and leaves each server by other ranks (its ranks rotated by c), rails crossed between them.
 
     Raises:
-        ScenarioError: a rank with no server part, servers of unequal sizes, channels < 1.
+        ScenarioError: a rank with no server part among several servers, channels < 1.
     """
-    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-        raise ScenarioError(f"channels: must be an integer >= 1, got {channels!r}")
     servers: dict[str, list[str]] = {}
     for rank in ranks:
-        server, sep, _ = str(rank).partition("/")
-        if not sep or not server:
-            raise ScenarioError(
-                f"ranks: {rank!r} names no server (expected SERVER/GPU, as cluster names them)"
-            )
-        servers.setdefault(server, []).append(rank)
-    sizes = {name: len(members) for name, members in servers.items()}
-    if len(set(sizes.values())) != 1:
-        raise ScenarioError(f"ranks: rail rings need servers of equal size, got {sizes}")
+        servers.setdefault(str(rank).partition("/")[0] if "/" in str(rank) else "", []).append(rank)
     groups = list(servers.values())
-    g = len(groups[0])
+    if channels is None:
+        channels = min(map(len, groups)) if len(groups) > 1 else 1
+    if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+        raise ScenarioError(f"channels: must be an integer >= 1, got {channels!r}")
+    if len(groups) == 1:
+        return [list(ranks)] * channels
+    if "" in servers:
+        raise ScenarioError(
+            f"ranks: {servers[''][0]!r} names no server (expected SERVER/GPU, as cluster names them)"
+        )
+    sizes = {len(members) for members in groups}
     rings = []
     for c in range(channels):
         ring = []
         for s, members in enumerate(groups):
-            order = (c + 1 + i if s % 2 == 0 else c - i for i in range(g))  # ends on c / on c + 1
+            g = len(members)
+            if len(sizes) > 1:  # no common rails: leave each server by other ranks per channel
+                order = range(c, c + g)
+            else:
+                order = (c + 1 + i if s % 2 == 0 else c - i for i in range(g))  # ends on c / on c + 1
             ring += [members[k % g] for k in order]
         rings.append(ring)
     return rings
