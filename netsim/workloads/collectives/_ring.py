@@ -27,14 +27,15 @@ def rail_rings(ranks: Sequence[str], channels: int | None = None) -> list[list[s
     """
     servers: dict[str, list[str]] = {}
     for rank in ranks:
-        servers.setdefault(str(rank).partition("/")[0] if "/" in str(rank) else "", []).append(rank)
+        server, named, _ = str(rank).partition("/")
+        servers.setdefault(server if named else "", []).append(rank)
     groups = list(servers.values())
     if channels is None:
         channels = min(map(len, groups)) if len(groups) > 1 else 1
     if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
         raise ScenarioError(f"channels: must be an integer >= 1, got {channels!r}")
     if len(groups) == 1:
-        return [list(ranks)] * channels
+        return [list(ranks) for _ in range(channels)]
     if "" in servers:
         raise ScenarioError(
             f"ranks: {servers[''][0]!r} names no server (expected SERVER/GPU, as cluster names them)"
