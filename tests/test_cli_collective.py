@@ -173,6 +173,24 @@ def test_collective_options_errors_and_ring_search(capsys, monkeypatch, tmp_path
         "4",
     )
     assert code == 0 and [line.split()[4] for line in reduced.splitlines() if "float" in line] == ["-1"], err
+    # across servers rings are laid as NCCL lays them, each channel on rails of its own: 2 channels leave
+    # by 2 NICs (2 x 50 GB/s busbw on dgx-h100:2; on one order both would share one NIC: 50)
+    code, crossing, err = run_cli(
+        capsys,
+        monkeypatch,
+        "collective",
+        "allreduce",
+        "-t",
+        "dgx-h100:2",
+        "-b",
+        "1G",
+        "-e",
+        "1G",
+        "--channels",
+        "2",
+    )
+    assert code == 0 and "# rings: 2 channel(s) across servers" in crossing, err
+    assert [line.split()[7] for line in crossing.splitlines() if "float" in line] == ["100.00"]
     rings = json.loads((tmp_path / "ag.json").read_text())["rings"]
     assert rings[-1]["default"] and all(r["busbw"] >= rings[-1]["busbw"] * (1 - 1e-9) for r in rings)
     assert "# best 1" in text and "# default" in text
@@ -180,7 +198,8 @@ def test_collective_options_errors_and_ring_search(capsys, monkeypatch, tmp_path
         (("alltoall", "-t", "pcie-4gpu", "--algo", "ring"), "alltoall has no algorithm 'ring'"),
         (("allreduce", "-t", "pcie-4gpu", "-g", "5"), "-g: ranks must be in [2, 4]"),
         (("allreduce", "-t", "pcie-4gpu", "--slots", "-1"), "--slots: must be >= 0"),
-        (("allreduce", "-t", "pcie-4gpu", "--rail-rings", "--algo", "tree"), "--rail-rings: orders rings"),
+        (("allreduce", "-t", "pcie-4gpu", "--channels", "0"), "channels: must be an integer >= 1, got 0"),
+        (("allreduce", "-t", "dgx-h100:2", "--channels", "0"), "channels: must be an integer >= 1, got 0"),
         (("allreduce", "-t", "no-such-machine"), "neither a preset"),
         (("allreduce", "-t", "pcie-4gpu", "-b", "2", "-e", "3"), "every size is below one float"),
         (("allreduce", "-t", "pcie-4gpu", "-b", "2M", "-e", "1M"), "above the -e maximum"),

@@ -161,15 +161,13 @@ def register(subparsers) -> None:
         choices=ALGORITHMS,
         help="algorithm (default ring; direct for alltoall); see docs/collectives.md",
     )
-    p.add_argument("--channels", type=int, default=1, help="parallel rings or trees (default 1)")
-    p.add_argument("--chunks", type=int, default=1, help="pipelining chunks per channel (default 1)")
     p.add_argument(
-        "--rail-rings",
-        action="store_true",
-        help="ring orders that cross between servers on a rail of their own per channel, as NCCL's on a "
-        "rail-optimized cluster (netsim.workloads.rail_rings; use with --channels, e.g. one per GPU of a "
-        "server); default: every channel in rank order",
+        "--channels",
+        type=int,
+        help="parallel rings or trees (default 1; a ring all_reduce, all_gather or reduce_scatter over "
+        "several servers: one per GPU a server holds)",
     )
+    p.add_argument("--chunks", type=int, default=1, help="pipelining chunks per channel (default 1)")
     p.add_argument(
         "--slots",
         type=int,
@@ -237,13 +235,16 @@ def _collective(args: argparse.Namespace) -> int:
         if args.slots < 0:
             raise ScenarioError(f"--slots: must be >= 0 (0 = unbounded), got {args.slots}")
         extra["slots"] = args.slots or None
-    if args.rail_rings:
-        if algo != "ring":
-            raise ScenarioError(f"--rail-rings: orders rings, not the {algo!r} algorithm")
+    servers = {r.partition("/")[0] for r in ranks if "/" in r}
+    if algo == "ring" and kind in ("allreduce", "allgather", "reducescatter") and len(servers) > 1:
+        # as NCCL lays rings on a rail-optimized cluster: each channel crosses on rails of its own
         extra["rings"] = workloads.rail_rings(ranks, args.channels)
-    collective = build(
-        ranks, rows[-1][0], algorithm=algo, channels=args.channels, chunks=args.chunks, **extra
-    )
+        notes.append(
+            f"rings: {len(extra['rings'])} channel(s) across servers on rails of their own (rail_rings)"
+        )
+    channels = len(extra["rings"]) if "rings" in extra else 1 if args.channels is None else args.channels
+    collective = build(ranks, rows[-1][0], algorithm=algo, channels=channels, chunks=args.chunks, **extra)
+    args.channels = channels  # the count simulated, for the table's header and the JSON record
     print(
         f"netsim: simulating {args.op} on {topo.name} ({n} ranks, {len(rows)} sizes, one batched run)",
         file=sys.stderr,
