@@ -235,13 +235,14 @@ def _collective(args: argparse.Namespace) -> int:
         if args.slots < 0:
             raise ScenarioError(f"--slots: must be >= 0 (0 = unbounded), got {args.slots}")
         extra["slots"] = args.slots or None
-    servers = {r.partition("/")[0] for r in ranks if "/" in r}
-    if algo == "ring" and kind in ("allreduce", "allgather", "reducescatter") and len(servers) > 1:
-        # as NCCL lays rings on a rail-optimized cluster: each channel crosses on rails of its own
+    if algo == "ring" and kind in ("allreduce", "allgather", "reducescatter"):
+        # as NCCL lays rings on a rail-optimized cluster: across servers each channel crosses on rails of
+        # its own (on one server every channel runs in rank order)
         extra["rings"] = workloads.rail_rings(ranks, args.channels)
-        notes.append(
-            f"rings: {len(extra['rings'])} channel(s) across servers on rails of their own (rail_rings)"
-        )
+        if extra["rings"][0] != list(ranks):
+            notes.append(
+                f"rings: {len(extra['rings'])} channel(s) across servers on rails of their own (rail_rings)"
+            )
     channels = len(extra["rings"]) if "rings" in extra else 1 if args.channels is None else args.channels
     collective = build(ranks, rows[-1][0], algorithm=algo, channels=channels, chunks=args.chunks, **extra)
     args.channels = channels  # the count simulated, for the table's header and the JSON record
