@@ -48,6 +48,8 @@ SPIPE_MODELS = {
     "110": (192, 6912, 18432, 8),
 }
 SPIPE_SEQ_LENS = (1024, 2048)
+#: GPUs per node of both SPipe clusters (its examples/run.sh: GPUS_PER_NODE=4), one pipeline stage each
+SPIPE_NODE_GPUS = 4
 
 
 class SPipeMachine(NamedTuple):
@@ -171,7 +173,7 @@ def spipe_stage(size: str) -> TransformerStage:
         hidden=hidden,
         seq_len=1024,
         micro_batch=2,
-        layers=layers // (4 * nodes),
+        layers=layers // (SPIPE_NODE_GPUS * nodes),
         ffn_multiplier=3 * mlp / (2 * hidden),
         recompute=True,
     )
@@ -197,7 +199,7 @@ def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v10
     backward chunk as soon as its gradients are in, in one piece as SPipe moves it).
     """
     spec, stage, nodes = SPIPE_MACHINES[machine], spipe_stage(size), SPIPE_MODELS[size][3]
-    server = pcie_server(4, **spec.server, nics=int(nodes > 1))
+    server = pcie_server(SPIPE_NODE_GPUS, **spec.server, nics=int(nodes > 1))
     fabric = server if nodes == 1 else cluster(leaf_spine(1, 1, nodes, host_bandwidth=12.5e9), server)
     numa = len(server.nodes_of("cpu"))
     host = {  # GPU -> its NUMA node's name prefix and index
@@ -293,7 +295,7 @@ def spipe_memory(how: str, seq_len: int, size: str) -> Memory:
     """GPU memory of an SPipe row's run (`how` as in offload_pipeline), from netsim's memory model alone."""
     return pipeline_memory(
         dataclasses.replace(spipe_stage(size), seq_len=seq_len).costs(1.0),
-        stages=4 * SPIPE_MODELS[size][3],
+        stages=SPIPE_NODE_GPUS * SPIPE_MODELS[size][3],
         **spipe_schedule(how, size),
         offload=True,
     )
