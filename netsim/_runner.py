@@ -36,8 +36,9 @@ OUTPUTS = ("makespan", *(f.name for f in dataclasses.fields(SimState) if f.name 
 CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
 #: relative tolerance of the post-run byte balance (`check_finished`)
 CONSERVATION_RTOL = 1e-9
-#: items per point up to which a batch on CPU runs 4 points per vmap, chunk after chunk (`map_points`;
-#: above it, one point at a time). A vmapped loop runs until its slowest point is done, each event for as
+#: items per point up to which a batch on CPU runs 4 points per vmap, chunk after chunk (`run_batch`
+#: calls one executable per chunk, `map_points` maps it inside a traced function; above it, one point at
+#: a time). A vmapped loop runs until its slowest point is done, each event for as
 #: many max-min rounds as its hardest point needs, so a wide vmap pays the batch's worst case at every step;
 #: a few small points per vmap still share XLA's per-op cost. Second runs of `run_batch`, s (one vmap / 16
 #: points / 4 / 1 per vmap): 256-point examples/sweep_pcie_random_bw.json (112 items) 0.99 / 0.42 / 0.46 /
@@ -416,8 +417,10 @@ def run_batch(
         keep: per-point outputs besides status and events (see OUTPUTS).
         throw: raise SimulationError if any point did not finish; else read `BatchRun.status`.
         devices: default all devices (of every process under jax.distributed).
-        width: pad the batch to this many points (repeating the last) so that batches of different sizes
-            share one compile; default B rounded up to a bucket. Rounded up to a multiple of the devices.
+        width: where the batch runs as one vmap (not on one CPU device, which runs it in chunks of a
+            fixed size through one executable, whatever B), pad it to this many points (repeating the
+            last) so that batches of different sizes share one compile; default B rounded up to a bucket,
+            and up to a multiple of the devices.
         loop: the engine's loop kind ("lax"; "checkpointed" for reverse-mode derivatives).
         tolerance: 0 (exact) or the fast mode's relative window (see `netsim.simulate`).
 
@@ -444,8 +447,16 @@ def run_batch(
     (n,) = sizes
     devices = tuple(jax.devices() if devices is None else devices)
     n_dev = len(devices)
-    width = max(n, width or bucket(n, 1, per_octave=2))
-    width = -(-width // n_dev) * n_dev
+    items = int(np.shape(program.size)[-1])
+    chunk = points_per_vmap(items, devices[0].platform)
+    # one process, one device: the executable cache (which compiles for the default device) skips tracing
+    # too; with chunks, one executable of `chunk` points serves a batch of any size, chunk after chunk
+    one_device = devices == (jax.devices()[0],) and jax.process_count() == 1
+    if one_device and chunk is not None:
+        width = -(-n // chunk) * chunk
+    else:
+        width = max(n, width or bucket(n, 1, per_octave=2))
+        width = -(-width // n_dev) * n_dev
 
     def pad(x, ax):
         x = np.asarray(x)
@@ -454,8 +465,6 @@ def run_batch(
         return np.concatenate([x, np.repeat(x[-1:], width - n, axis=0)])
 
     net, prog = treedef.unflatten([pad(x, ax) for x, ax in zip(leaves, leaf_axes, strict=True)])
-    items = int(np.shape(prog.size)[-1])
-    chunk = points_per_vmap(items, devices[0].platform)
     options = {
         "max_events": int(max_events),
         "keep": keep,
@@ -468,10 +477,20 @@ def run_batch(
     with (
         jax.enable_x64(True),
         doing(f"running {n:,} points in one batch"),
-        expect_compile("the batched engine", items, width),
+        expect_compile("the batched engine", items, width if chunk is None else chunk),
     ):
-        # the default device alone: the executable cache (which compiles for it) skips tracing too
-        if devices == (jax.devices()[0],) and jax.process_count() == 1:
+        if one_device and chunk is not None:
+            padded = treedef.flatten_up_to((net, prog))
+            pieces = [
+                treedef.unflatten(
+                    [x[i : i + chunk] if ax == 0 else x for x, ax in zip(padded, leaf_axes, strict=True)]
+                )
+                for i in range(0, width, chunk)
+            ]
+            run = executable(_batched, pieces[0], {**options, "axes": axes}, outputs)
+            parts = jax.device_get([run(*piece) for piece in pieces])  # dispatched at once, then read
+            out = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
+        elif one_device:
             out = executable(_batched, (net, prog), {**options, "axes": axes}, outputs)(net, prog)
         else:
             fn, shardings = _batch_function(**options, axes=axes, devices=devices, treedef=treedef)

@@ -63,10 +63,11 @@ class LatencyCurve:
 
 
 def latency_curves(specs: Sequence[dict], rates=None) -> list[LatencyCurve]:
-    """Many curves in one vmapped call. Each spec: topology, traffic, packet_size, and optionally router
-    (preset name, default "booksim"), vcs, buffer, clock_hz and rates: its own offered rates, in place of
-    `rates`, which the others share. Curves with rates of their own are padded to the longest with their
-    last rate, so that one compiled call serves them all."""
+    """Many curves, in one vmapped call per size class (channels rounded up to a power of two). Each spec:
+    topology, traffic, packet_size, and optionally router (preset name, default "booksim"), vcs, buffer,
+    clock_hz and rates: its own offered rates, in place of `rates`, which the others share. Curves with rates
+    of their own are padded to the longest of their class with their last rate, so that one compiled call
+    serves the class."""
     own = [
         check_rates(spec["rates"], where=f"specs[{i}].rates") if spec.get("rates") is not None else None
         for i, spec in enumerate(specs)
@@ -93,26 +94,40 @@ def latency_curves(specs: Sequence[dict], rates=None) -> list[LatencyCurve]:
                 spec.get("router", "booksim"), spec.get("vcs"), spec.get("buffer"), spec.get("clock_hz")
             )
         )
-    with jax.enable_x64(True):  # cycles in float64; scoped, so the caller's config stays
-        out = jax.device_get(curves(loads, flits, [p.router() for p in presets], table))
-    sizes = [r.size for r in per_curve]  # each curve's own points, padding dropped
-    return [
-        LatencyCurve(
-            topology=spec["topology"],
-            traffic=spec.get("traffic", "uniform"),
-            packet_size=int(flits[i]),
-            router=presets[i],
-            rates=per_curve[i],
-            latency=np.asarray(out.latency[i, : sizes[i]]),
-            accepted=np.asarray(out.accepted[i, : sizes[i]]),
-            saturation=float(out.saturation[i]),
-            zero_load=float(out.zero_load[i]),
-            utilization=np.asarray(out.utilization[i, : sizes[i], : loads[i].load.size]),
-            wait=np.asarray(out.wait[i, : sizes[i], : loads[i].load.size]),
-            channel_names=loads[i].channel_names,
-        )
-        for i, spec in enumerate(specs)
-    ]
+    # one call per size class (channels rounded up to a power of two): a call pads every curve to its
+    # largest, so a 4x4 mesh's 80 channels beside a 16x16's 1280 would cost 16 times its work
+    classes: dict[int, list[int]] = {}
+    for i, x in enumerate(loads):
+        classes.setdefault(1 << (x.load.size - 1).bit_length(), []).append(i)
+    got: dict[int, LatencyCurve] = {}
+    for members in classes.values():
+        rows = table if table.ndim == 1 else table[members, : max(per_curve[i].size for i in members)]
+        with jax.enable_x64(True):  # cycles in float64; scoped, so the caller's config stays
+            out = jax.device_get(
+                curves(
+                    [loads[i] for i in members],
+                    [flits[i] for i in members],
+                    [presets[i].router() for i in members],
+                    rows,
+                )
+            )
+        for row, i in enumerate(members):
+            points, channels = per_curve[i].size, loads[i].load.size  # padding dropped
+            got[i] = LatencyCurve(
+                topology=specs[i]["topology"],
+                traffic=specs[i].get("traffic", "uniform"),
+                packet_size=int(flits[i]),
+                router=presets[i],
+                rates=per_curve[i],
+                latency=np.asarray(out.latency[row, :points]),
+                accepted=np.asarray(out.accepted[row, :points]),
+                saturation=float(out.saturation[row]),
+                zero_load=float(out.zero_load[row]),
+                utilization=np.asarray(out.utilization[row, :points, :channels]),
+                wait=np.asarray(out.wait[row, :points, :channels]),
+                channel_names=loads[i].channel_names,
+            )
+    return [got[i] for i in range(len(specs))]
 
 
 def latency_curve(
