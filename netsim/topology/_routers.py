@@ -121,9 +121,12 @@ class Ecmp:
         """Fewest hops from each node to dst, forwarding only through transit nodes (cached per topology)."""
         key = ("ecmp", dst)
         if key not in topo._cache:
-            into: dict[str, list[str]] = {}
-            for link in topo.links:
-                into.setdefault(link.dst, []).append(link.src)
+            if ("ecmp-into",) not in topo._cache:  # each node's upstream neighbours, once per topology
+                into: dict[str, list[str]] = {}
+                for link in topo.links:
+                    into.setdefault(link.dst, []).append(link.src)
+                topo._cache[("ecmp-into",)] = into
+            into = topo._cache[("ecmp-into",)]
             dist, todo = {dst: 0}, deque([dst])
             while todo:
                 node = todo.popleft()
@@ -137,12 +140,19 @@ class Ecmp:
         return topo._cache[key]
 
     def _choices(self, topo: Topology, node: str, dst: str, dist: dict[str, int]) -> list[str]:
-        out = [
-            x.id
-            for x in topo.graph.out[node]
-            if dist.get(x.dst) == dist[node] - 1 and (x.dst == dst or topo.kind[x.dst] in self.transit)
+        """The out-links of `node` one hop closer to dst, by id."""
+        key = ("ecmp-out", self.transit)  # per node: (link id, far end, forwards?) by id, once per topology
+        if key not in topo._cache:
+            topo._cache[key] = {
+                n: sorted((x.id, x.dst, topo.kind[x.dst] in self.transit) for x in links)
+                for n, links in topo.graph.out.items()
+            }
+        closer = dist[node] - 1
+        return [
+            lid
+            for lid, far, forwards in topo._cache[key][node]
+            if dist.get(far) == closer and (far == dst or forwards)
         ]
-        return sorted(out)
 
     def _check(self, topo: Topology, src: str, dst: str) -> dict[str, int]:
         dist = self._distance(topo, dst)

@@ -155,7 +155,7 @@ class Topology:
         return graph
 
     @functools.cached_property
-    def _cache(self) -> dict[tuple[str, str, str], Any]:
+    def _cache(self) -> dict[tuple, Any]:
         return {}
 
     @functools.cached_property
