@@ -24,7 +24,14 @@ from jax.flatten_util import ravel_pytree
 from netsim import BatchRun, ScenarioError, SimulationError, jvp_columns
 from netsim.checks import count, format_bytes, number, write_atomic
 
-from ._model import Experiment, ExperimentBatch, Params, experiment_batches, simulate_experiments
+from ._model import (
+    Experiment,
+    ExperimentBatch,
+    Params,
+    experiment_batches,
+    float64_leaves,
+    simulate_experiments,
+)
 from ._model import times as simulated_times
 
 __all__ = [
@@ -169,7 +176,7 @@ def fit(
         jax.enable_x64(True),
         jax.numpy_dtype_promotion("standard"),
     ):  # optax.adam fails under strict promotion
-        params = jax.tree.map(jnp.asarray, params)
+        params = float64_leaves(params)
         copies = [e for e in experiments if e.kind != "collective"]
         if copies and all(np.all(e.staged) for e in copies):
             # without a direct copy, the staging efficiency and the link figures enter staged copies

@@ -591,6 +591,14 @@ def times(params: Params, b: ExperimentBatch, state: kernels.SimState) -> Float[
     return jnp.max(state.finish, axis=1) + b.collective * jnp.exp(params.costs.log_launch)
 
 
+def float64_leaves(tree):
+    """The tree's leaves as JAX arrays, its floats in float64: parameters a caller made in float32 (or as
+    NumPy float64 outside x64, which JAX would cut to float32) compute as their float64 values. Call under
+    x64."""
+    real = lambda x: jnp.isdtype(jnp.result_type(x), "real floating")
+    return jax.tree.map(lambda x: jnp.asarray(x, jnp.float64 if real(x) else None), tree)
+
+
 @eqx.filter_jit
 def _predict(params: Params, b: ExperimentBatch, loop: str):
     state = simulate_experiments(params, b, loop=loop)
@@ -612,8 +620,8 @@ def predict(
     """
     exps = [exp] if isinstance(exp, Experiment) else list(exp)
     laid, where = experiment_batches(exps)
-    params = jax.tree.map(jnp.asarray, params)
     with jax.enable_x64(True):
+        params = float64_leaves(params)
         out = [jax.device_get(_predict(params, b, loop)) for b in laid]
     pick = lambda k: np.concatenate([np.asarray(out[b][k])[lo:hi] for b, lo, hi in where])
     run = BatchRun(pick(1).astype(np.int32), pick(2), max(b.max_events for b in laid), {"makespan": pick(0)})

@@ -47,6 +47,7 @@ from netsim.jobs import (
 from netsim.workloads import concat
 
 from ._fit import _OPTIM, descend
+from ._model import float64_leaves
 
 __all__ = [
     "JobFit",
@@ -439,7 +440,7 @@ def predict_jobs(
     names, pairs, batch, t = _setup(table, pairs, models, fabric, patterns, max_iterations)
     params = JobParams.from_models(models, names)
     with jax.enable_x64(True):
-        pace, status = jax.device_get(_evaluate(jax.tree.map(jnp.asarray, params), batch))
+        pace, status = jax.device_get(_evaluate(float64_leaves(params), batch))
     _check(status, "predict_jobs")
     return _prediction(table, pace, t)
 
@@ -544,7 +545,7 @@ def fit_jobs(
     history: list[float] = []
     loss = math.inf
     with jax.enable_x64(True), jax.numpy_dtype_promotion("standard"):
-        params = jax.tree.map(jnp.asarray, params)
+        params = float64_leaves(params)
         w = jnp.asarray(iso_weight)
         for r in range(rounds):
             current = params.to_models(patterns)
