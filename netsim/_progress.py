@@ -144,13 +144,14 @@ _state = _State()
 
 
 @contextlib.contextmanager
-def doing(what: str) -> Iterator[None]:
-    """Names what the process does inside the block, for the pulse ("reading the scenario")."""
+def doing(what: str) -> Iterator[_Phase]:
+    """Names what the process does inside the block, for the pulse ("reading the scenario"); the block may
+    set the phase's `what` as it goes."""
     phase = _Phase(what)
     with _state.lock:
         _state.phases.append(phase)
     try:
-        yield
+        yield phase
     finally:
         with _state.lock:
             if phase in _state.phases:

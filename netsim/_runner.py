@@ -476,7 +476,7 @@ def run_batch(
     # simulated time is float64 (inputs too); scoped: the caller's config stays
     with (
         jax.enable_x64(True),
-        doing(f"running {n:,} points in one batch"),
+        doing(f"running {n:,} points in one batch") as phase,
         expect_compile("the batched engine", items, width if chunk is None else chunk),
     ):
         if one_device and chunk is not None:
@@ -488,7 +488,10 @@ def run_batch(
                 for i in range(0, width, chunk)
             ]
             run = executable(_batched, pieces[0], {**options, "axes": axes}, outputs)
-            parts = jax.device_get([run(*piece) for piece in pieces])  # dispatched at once, then read
+            parts = []
+            for part in [run(*piece) for piece in pieces]:  # dispatched at once, read in order
+                parts.append(jax.device_get(part))
+                phase.what = f"running {n:,} points in one batch: {min(len(parts) * chunk, n):,} done"
             out = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
         elif one_device:
             out = executable(_batched, (net, prog), {**options, "axes": axes}, outputs)(net, prog)

@@ -3,6 +3,7 @@ padding, status and errors."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import jax
@@ -11,7 +12,7 @@ import pytest
 from scenarios import PAD, random_scenario
 
 import netsim
-from netsim import Flow, Link, Scenario, ScenarioError, SimulationError, Status
+from netsim import Flow, Link, Scenario, ScenarioError, SimulationError, Status, _cache, _runner
 
 
 def test_batch_equals_one_by_one():
@@ -25,6 +26,31 @@ def test_batch_equals_one_by_one():
         np.testing.assert_array_equal(run["resource_bytes"][i][batch.compiled[i].link_slice], one.link_bytes)
         assert run["makespan"][i] == one.makespan and run.events[i] == one.events
     assert np.all(run.ok)
+
+
+@pytest.mark.skipif(jax.devices()[0].platform != "cpu", reason="chunks are the CPU's batching rule")
+def test_batches_of_any_size_share_one_executable_and_count_their_chunks(monkeypatch):
+    keys, phases = [], []
+    executable, doing = _runner.executable, _runner.doing
+
+    def keyed(fn, args, static, out_tree):
+        keys.append(_cache.executable_key(fn, args, static))
+        return executable(fn, args, static, out_tree)
+
+    @contextlib.contextmanager
+    def recorded(what):
+        with doing(what) as phase:
+            phases.append(phase)
+            yield phase
+
+    monkeypatch.setattr(_runner, "executable", keyed)
+    monkeypatch.setattr(_runner, "doing", recorded)
+    scenarios = [random_scenario(seed) for seed in range(7)]
+    makespans = [netsim.compile_batch(scenarios[:k], shape=PAD).run()["makespan"] for k in (7, 3, 5)]
+    assert len(keys) == 3 and len(set(keys)) == 1  # 2, 1 and 2 chunks of 4 points: one executable
+    np.testing.assert_array_equal(makespans[1], makespans[0][:3])
+    np.testing.assert_array_equal(makespans[2], makespans[0][:5])
+    assert [p.what for p in phases] == [f"running {k} points in one batch: {k} done" for k in (7, 3, 5)]
 
 
 def test_compile_batch_pads_to_the_largest_without_compiling_twice():
