@@ -51,6 +51,11 @@ def test_batches_of_any_size_share_one_executable_and_count_their_chunks(monkeyp
     np.testing.assert_array_equal(makespans[1], makespans[0][:3])
     np.testing.assert_array_equal(makespans[2], makespans[0][:5])
     assert [p.what for p in phases] == [f"running {k} points in one batch: {k} done" for k in (7, 3, 5)]
+    # 70 points: one call of CHUNKS_PER_CALL chunks (64 points), then two of one chunk: a second executable
+    many = netsim.compile_batch(scenarios * 10, shape=PAD).run()["makespan"]
+    assert _runner.CHUNKS_PER_CALL * 4 == 64 and len(set(keys)) == 2
+    np.testing.assert_array_equal(many, np.tile(makespans[0], 10))
+    assert phases[-1].what == "running 70 points in one batch: 70 done"
 
 
 def test_compile_batch_pads_to_the_largest_without_compiling_twice():
