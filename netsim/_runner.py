@@ -37,8 +37,8 @@ CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
 #: relative tolerance of the post-run byte balance (`check_finished`)
 CONSERVATION_RTOL = 1e-9
 #: items per point up to which a batch on CPU runs 4 points per vmap, chunk after chunk (`run_batch`
-#: calls one executable per chunk, `map_points` maps it inside a traced function; above it, one point at
-#: a time). A vmapped loop runs until its slowest point is done, each event for as
+#: calls executables of CHUNKS_PER_CALL chunks and of one, `map_points` maps the chunks inside a traced
+#: function; above it, one point at a time). A vmapped loop runs until its slowest point is done, each event for as
 #: many max-min rounds as its hardest point needs, so a wide vmap pays the batch's worst case at every step;
 #: a few small points per vmap still share XLA's per-op cost. Second runs of `run_batch`, s (one vmap / 16
 #: points / 4 / 1 per vmap): 256-point examples/sweep_pcie_random_bw.json (112 items) 0.99 / 0.42 / 0.46 /
