@@ -28,6 +28,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from ._checks import fraction, number, quantity
+from ._compile import bucket
 from ._scenario import Flow, Scenario, ScenarioError
 
 __all__ = ["DEFAULT_COSTS", "CostModel"]
@@ -154,7 +155,7 @@ class CostModel(eqx.Module):
         """`apply` to each scenario, in one evaluation of the formula (a ring search's probes, a sweep's
         sizes)."""
         size = np.array([f.bytes for sc in scenarios for f in sc.flows], np.float64)
-        padded = np.ones(max(64, 1 << (len(size) - 1).bit_length()))  # a few shapes: a few compiles
+        padded = np.ones(bucket(len(size), 64))  # powers of two: a few shapes, a few compiles
         padded[: len(size)] = size
         with jax.enable_x64(True):  # float64, as simulated time; scoped: the caller's config stays
             over, factor = jax.device_get(_collective_costs(self, padded))

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import Shape, compile_batch, compile_scenario
+from .._compile import bucket
 from ..workloads import Fabric, concat
 from ._traffic import PATTERNS, Collectives, Job, job_workload
 
@@ -153,10 +154,10 @@ class Paces:
         compiled = [compile_scenario(b[0]) for b in built]
         # every size rounds up to a power of two, and all but the items only grow: few shapes, few compiles
         common = functools.reduce(Shape.__or__, (c.shape for c in compiled), self.shape)
-        common = Shape(*(1 << (n - 1).bit_length() for n in dataclasses.astuple(common)))
+        common = Shape(*(bucket(n, 1) for n in dataclasses.astuple(common)))
         self.shape = dataclasses.replace(common, items=self.shape.items)
         batch = compile_batch(compiled, shape=common)
-        run = batch.run(keep=("finish",), width=1 << (len(todo) - 1).bit_length())
+        run = batch.run(keep=("finish",), width=bucket(len(todo), 1))
         self.simulations += len(todo)
         self.batches += 1
         its = [  # per group, per job, the end of each iteration

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
+from .._compile import bucket
 from .._errors import ScenarioError
 from ._model import check_rates, curves, shape_load
 from ._presets import RouterPreset, router_preset
@@ -98,7 +99,7 @@ def latency_curves(specs: Sequence[dict], rates=None) -> list[LatencyCurve]:
     # largest, so a 4x4 mesh's 80 channels beside a 16x16's 1280 would cost 16 times its work
     classes: dict[int, list[int]] = {}
     for i, x in enumerate(loads):
-        classes.setdefault(1 << (x.load.size - 1).bit_length(), []).append(i)
+        classes.setdefault(bucket(x.load.size, 1), []).append(i)
     got: dict[int, LatencyCurve] = {}
     for members in classes.values():
         rows = table if table.ndim == 1 else table[members, : max(per_curve[i].size for i in members)]
