@@ -38,17 +38,17 @@ CHECKED = ("start", "first_byte", "finish", "resource_bytes", "resource_busy")
 CONSERVATION_RTOL = 1e-9
 #: items per point up to which a batch on CPU runs 4 points per vmap, chunk after chunk (`run_batch`
 #: calls executables of CHUNKS_PER_CALL chunks and of one, `map_points` maps the chunks inside a traced
-#: function; above it, one point at a time). A vmapped loop runs until its slowest point is done, each event for as
-#: many max-min rounds as its hardest point needs, so a wide vmap pays the batch's worst case at every step;
-#: a few small points per vmap still share XLA's per-op cost. Second runs of `run_batch`, s (one vmap / 16
-#: points / 4 / 1 per vmap): 256-point examples/sweep_pcie_random_bw.json (112 items) 0.99 / 0.42 / 0.46 /
+#: function; above it, one point at a time). A vmapped loop runs until its slowest point is done, each
+#: event for as many max-min rounds as its hardest point needs, so a wide vmap pays the batch's worst case
+#: at every step; a few small points per vmap still share XLA's per-op cost. Second runs of `run_batch`,
+#: s (one vmap / 16 points / 4 / 1 per vmap): 256-point examples/sweep_pcie_random_bw.json (112 items) 0.99 / 0.42 / 0.46 /
 #: 0.51; 1024 what-ifs of a 64-host leaf-spine permutation 1.21 / 0.34 / 0.29 / 0.29, of the 8-GPU PCIe
 #: ring 4.55 / 1.67 / 1.75 / 2.00; k=16 fat-tree random flows, 256 x 128 items - / 2.06 / 1.50 / 1.42,
 #: 64 x 256 items - / 1.55 / 1.17 / 0.94, 32 x 1024 items - / 11.5 / 7.3 / 4.9. Other platforms run the
 #: whole batch as one vmap (a GPU wants the width; not measured there).
 CHUNK_ITEMS = 128
 #: chunks per executable call of a large batch on one CPU device: each call costs ~0.4 ms of dispatch,
-#: 0.4 s over a 1024-point batch of 4-point calls (a 4096-point PCIe sweep 5 % slower than one lax.map)
+#: 0.4 s over a 1024-point batch of 4-point calls (a 4096-point PCIe sweep 3-5 % slower than one lax.map)
 CHUNKS_PER_CALL = 16
 
 
@@ -420,10 +420,10 @@ def run_batch(
         keep: per-point outputs besides status and events (see OUTPUTS).
         throw: raise SimulationError if any point did not finish; else read `BatchRun.status`.
         devices: default all devices (of every process under jax.distributed).
-        width: where the batch runs as one vmap (not on one CPU device, which runs it in chunks of a
-            fixed size through one executable, whatever B), pad it to this many points (repeating the
-            last) so that batches of different sizes share one compile; default B rounded up to a bucket,
-            and up to a multiple of the devices.
+        width: where the batch runs as one vmap (not on one CPU device, which runs it in chunks through
+            at most two executables, whatever B), pad it to this many points (repeating the last) so that
+            batches of different sizes share one compile; default B rounded up to a bucket, and up to a
+            multiple of the devices.
         loop: the engine's loop kind ("lax"; "checkpointed" for reverse-mode derivatives).
         tolerance: 0 (exact) or the fast mode's relative window (see `netsim.simulate`).
 
@@ -453,7 +453,7 @@ def run_batch(
     items = int(np.shape(program.size)[-1])
     chunk = points_per_vmap(items, devices[0].platform)
     # one process, one device: the executable cache (which compiles for the default device) skips tracing
-    # too; with chunks, one executable of `chunk` points serves a batch of any size, chunk after chunk
+    # too; with chunks, executables of a fixed number of points serve a batch of any size
     one_device = devices == (jax.devices()[0],) and jax.process_count() == 1
     if one_device and chunk is not None:
         width = -(-n // chunk) * chunk
@@ -496,11 +496,10 @@ def run_batch(
                 size: executable(_batched, piece(0, size), {**options, "axes": axes}, outputs)
                 for size in dict.fromkeys(size for _, size in calls)
             }
+            pending = [(size, runs[size](*piece(i, size))) for i, size in calls]  # dispatched at once
             parts, done = [], 0
-            for (_, size), part in zip(
-                calls, [runs[size](*piece(i, size)) for i, size in calls], strict=True
-            ):
-                parts.append(jax.device_get(part))  # dispatched at once, read in order
+            for size, part in pending:  # read in order
+                parts.append(jax.device_get(part))
                 done = min(done + size, n)
                 phase.what = f"running {n:,} points in one batch: {done:,} done"
             out = {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}
