@@ -36,6 +36,19 @@ def incast(n: int = 200, seed: int = 0) -> Scenario:
     return Scenario(links, flows, name="incast")
 
 
+def chain(n_links: int = 40, seed: int = 0) -> Scenario:
+    """A line of links, each flow crossing two neighbours, capacities rising 0.01 % a link: fair shares
+    that differ by less than the fast mode's slack, so exact max-min freezes them a few links a round."""
+    rng = np.random.default_rng(seed)
+    links = [Link(f"l{i}", f"v{i}", f"v{i + 1}", 10e9 * (1 + 1e-4 * i), 1e-6) for i in range(n_links)]
+    flows = [
+        Flow(f"f{i}_{k}", f"v{i}", f"v{i + 2}", float(rng.uniform(1e6, 50e6)))
+        for i in range(n_links - 1)
+        for k in range(3)
+    ]
+    return Scenario(links, flows, name="chain")
+
+
 @pytest.mark.parametrize("tolerance", [1e-3, 1e-2])
 def test_error_bound_and_conservation(tolerance):
     compiled = netsim.compile_scenario(incast(), shape=SHAPE)
@@ -50,24 +63,28 @@ def test_error_bound_and_conservation(tolerance):
     assert fast.merged + fast.events >= exact.events - 1  # every exact event is taken or merged
 
 
-def test_slack_saves_rounds_within_the_bound(monkeypatch):
-    """The fast mode's relaxed max-min (slack SLACK x w) against exact max-min in the same windows: fewer
-    rounds, and finish times still within the window of the exact engine's."""
-    compiled = netsim.compile_scenario(incast(), shape=SHAPE)
+def test_slack_saves_rounds_at_near_equal_shares(monkeypatch):
+    """The fast mode's relaxed max-min (slack s = SLACK x w) against exact max-min in the same windows, on a
+    chain whose fair shares differ by less than s: far fewer rounds (measured 258 -> 117). Exact max-min in
+    the windows keeps the finish times within the window; the slack's rates can each fall short by a factor
+    up to ~1 + n s beside n flows frozen a little low (`maxmin_rates`; n <= 6 on a link here), and the
+    finish times move by that much more (measured: max 0.60 % without the slack, 1.75 % with it)."""
+    tolerance = 1e-2
+    compiled = netsim.compile_scenario(chain(), shape=SHAPE)
     exact = netsim.simulate(compiled).flow_finish
     got = {}
     for slack in (0.0, netsim.kernels.engine.SLACK):
         monkeypatch.setattr(netsim.kernels.engine, "SLACK", slack)
         with jax.enable_x64(True):  # a fresh trace: SLACK is read when tracing
             s = jax.jit(
-                lambda n, p: netsim.kernels.run(n, p, max_events=compiled.max_events, tolerance=1e-2)
+                lambda n, p: netsim.kernels.run(n, p, max_events=compiled.max_events, tolerance=tolerance)
             )(compiled.network, compiled.program)
-        got[slack] = int(s.rounds), np.asarray(s.finish)[compiled.flow_slice]
-    (r0, f0), (r1, f1) = got.values()
-    assert r1 < r0, (r1, r0)
-    for finish in (f0, f1):
-        err = np.abs(finish - exact) / exact
-        assert err.mean() <= 1e-2 / 5 and err.max() <= 1e-2, (err.mean(), err.max())
+        got[slack] = int(s.rounds), np.abs(np.asarray(s.finish)[compiled.flow_slice] / exact - 1)
+    (r0, err0), (r1, err1) = got.values()
+    assert r1 < 0.6 * r0, (r1, r0)
+    assert err0.mean() <= tolerance / 5 and err0.max() <= tolerance, (err0.mean(), err0.max())
+    slack = netsim.kernels.engine.SLACK * tolerance
+    assert err1.mean() <= tolerance / 5 and err1.max() <= tolerance + 6 * slack, (err1.mean(), err1.max())
 
 
 def test_fewer_events_as_the_window_grows():

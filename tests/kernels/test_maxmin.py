@@ -107,6 +107,30 @@ def test_update_from_prior_equals_fresh_filling(seed, dense):
     certificate(np.asarray(cap), np.asarray(route), after, np.asarray(update.rate))
 
 
+def test_the_buffer_ladder_changes_no_bit(monkeypatch):
+    """Rounds on packed buffers (the ladder above ONE_BUFFER items) add in item order as the whole buffer
+    does: the same allocation bit for bit, from scratch and from a prior."""
+    from netsim.kernels import maxmin
+
+    cap, route, before = random_system(0, n_flows=200, n_links=48)
+    after = before ^ (np.random.default_rng(0).random(len(before)) < 0.1)
+    cap, route = jnp.asarray(cap), jnp.asarray(route)
+    floor = rate_floor(cap, route, jnp.ones(len(route), bool))
+    got = []
+    for one_buffer, smallest in [(10**9, maxmin.SMALLEST), (0, 16)]:
+        monkeypatch.setattr(maxmin, "ONE_BUFFER", one_buffer)
+        monkeypatch.setattr(maxmin, "SMALLEST", smallest)
+        fill = jax.jit(
+            lambda a, prior=None: maxmin_rates(cap, route, a, prior=prior, floor=floor)
+        )  # traced anew
+        prior = fill(jnp.asarray(before))
+        got.append((prior, fill(jnp.asarray(after), prior)))
+    assert maxmin.buffer_sizes(len(route)) == [200, 100, 32, 16]
+    for one, ladder in zip(*got, strict=True):
+        for field in ("rate", "bottleneck", "load", "rounds"):
+            assert np.array_equal(getattr(one, field), getattr(ladder, field)), field
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_rate_floor_bounds_every_rate(seed):
     # The floor a joining item gets (capacity / active users, at its tightest link) never exceeds its
