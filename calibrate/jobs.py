@@ -205,11 +205,9 @@ def lay_out_jobs(
         jobs.append([(configs[a], na), (configs[b], nb)])
     built = [_scenario(j, start, fabric) for j in jobs]
     compiled = [compile_scenario(s) for s, _, _ in built]
-    # each size rounded up to a power of two: the rounds of a fit, whose iteration counts move, share a shape
+    # the rounds of a fit, whose iteration counts move, share a shape
     shape = functools.reduce(Shape.__or__, (c.shape for c in compiled))
-    batch = compile_batch(
-        compiled, shape=Shape(*(1 << (n - 1).bit_length() for n in dataclasses.astuple(shape)))
-    )
+    batch = compile_batch(compiled, shape=shape.in_powers_of_two())
     n_items, n_it = batch.shape.items, max(max_iterations, 2)
     B = len(built)
     model = np.zeros((B, 2), np.int32)

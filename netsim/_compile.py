@@ -49,6 +49,11 @@ class Shape:
         """
         return cls(*(bucket(n, 1, 4) for n in (items, hops, after, resources)))
 
+    def in_powers_of_two(self) -> Shape:
+        """Each size rounded up to a power of two: runs whose sizes move a little (a fit's rounds) keep
+        one shape, and so one compile."""
+        return Shape(*(bucket(n, 1) for n in dataclasses.astuple(self)))
+
     def __or__(self, other: Shape) -> Shape:
         """The smallest shape holding both (elementwise max)."""
         return Shape(

@@ -66,6 +66,11 @@ def test_compile_batch_pads_to_the_largest_without_compiling_twice():
     np.testing.assert_allclose(batch.run()["makespan"][0], 1e-3, rtol=1e-12)
 
 
+def test_shapes_in_powers_of_two():
+    assert netsim.Shape(1, 2, 3, 1000).in_powers_of_two() == netsim.Shape(1, 2, 4, 1024)
+    assert netsim.Shape(64, 5, 8, 1025).in_powers_of_two() == netsim.Shape(64, 8, 8, 2048)
+
+
 def test_shared_program_under_many_networks():
     """A leaf without a batch axis is shared: one program, a bandwidth vector per point."""
     compiled = netsim.compile_scenario(random_scenario(1), shape=PAD)
