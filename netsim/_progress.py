@@ -169,10 +169,10 @@ def say(line: str) -> None:
 
 #: rule of thumb for the engine's compile when no compile of the shape was seen here: RULE_BASE_S up to
 #: 128 padded items, then RULE_OCTAVE_S more per doubling. Measured with the frontier, one XLA thread, load
-#: ~1 (RESULTS.md, Round 9): 1.0 s at 112 items, 5.5 s at 1024, 6.8 s at 10240, 8.3 s at 114688; the
-#: batched engine for 32,768 items x 16 points 8.3 s (the rule said 25 s at 1024 and 44 s there before
-#: the ladder's loops were bounded)
-RULE_BASE_S, RULE_OCTAVE_S = 2.0, 1.0
+#: ~1 (benchmarks/RESULTS.md, Round 12): 0.9 s at 224 items, 3.1 s at 1024, 5.0-5.8 s at 10240; the batched
+#: engine for 32,768 items x 16 points 7.5 s (the rule said 5, 8.3 and 10 s before the max-min ladder
+#: was shortened, and 25 s at 1024 before its loops were bounded)
+RULE_BASE_S, RULE_OCTAVE_S = 1.0, 0.8
 #: the engine without the active-set frontier's code (a flat program, netsim._runner.engine_options): its
 #: compile barely grows with the items (2.5 s at 1024, 3.6-4.2 s at 10240 on 2 cores at load ~1; RESULTS.md,
 #: Round 9)

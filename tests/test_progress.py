@@ -169,7 +169,7 @@ def test_jax_compile_events_reach_the_pulse(monkeypatch):
         with _progress.expect_compile("a doubling", 8):
             jax.jit(lambda x: 2 * x + p.first)(np.arange(8.0)).block_until_ready()
     assert re.search(
-        r"compiled a doubling for 8 items in \d+\.\d s \(expected ~2 s: estimate for 8 items\)",
+        rf"compiled a doubling for 8 items in \d+\.\d s \(expected ~{_progress.RULE_BASE_S:.0f} s: estimate for 8 items\)",
         stream.getvalue(),
     ), stream.getvalue()
 
