@@ -4,7 +4,7 @@
     python benchmarks/jobs_fit.py --write    # also writes netsim/data/job_models.json (the default MODELS)
     python benchmarks/jobs_fit.py --held-out-only   # only the held-out fit and its per-model table
 
-Fits every model (compute s, collective size S, sync s) through the simulator with
+Fits every model (compute s, collective size S, bytes per extra server) through the simulator with
 `netsim.calibrate.jobs.fit_jobs`: (1) on every measured pair, (2) on a seeded half of the pairs,
 predicting the other half. Baselines: the hand-set models netsim shipped before, "no contention"
 (ratio 1) and the table's own scatter ([A, B] against [B, A]), overall and per model (the slowed job's
@@ -35,8 +35,8 @@ HAND_SET = {
     "DLRM": Model("alltoall", 0.030, 64e6),
     "MoE": Model("alltoall", 0.080, 256e6),
 }
-# sync starts at 1 ms per extra server (a zero has no gradient in log space)
-START = {m: Model(x.pattern, x.compute, x.comm_bytes, "", 1e-3) for m, x in HAND_SET.items()}
+# the bytes per extra server start at 12.5 MB, 1 ms of a 100 Gb/s NIC (a zero has no gradient in log space)
+START = {m: Model(x.pattern, x.compute, x.comm_bytes, "", 12.5e6) for m, x in HAND_SET.items()}
 
 
 def line(name: str, e: dict) -> str:
@@ -78,7 +78,7 @@ def models_table(models: dict) -> None:
     for m, x in models.items():
         print(
             f"  {m:<15} {x.pattern:<10} compute {x.compute * 1e3:8.2f} ms  S {x.comm_bytes / 1e6:9.2f} MB  "
-            f"sync {x.sync * 1e3:7.2f} ms/server   ({x.compute!r}, {x.comm_bytes!r}, {x.sync!r})"
+            f"per extra server {x.server_bytes / 1e6:8.2f} MB   ({x.compute!r}, {x.comm_bytes!r}, {x.server_bytes!r})"
         )
 
 

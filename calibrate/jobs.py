@@ -6,8 +6,8 @@ DeepShare (ICPADS 2023, arXiv 2310.20209) drives its scheduler simulator with tw
 to B over A's throughput alone. Each model is netsim.jobs' one traffic model (`job_workload`: per
 iteration, compute and the collectives of its `PATTERNS` entry) with three positive parameters fitted
 in log space: compute s per iteration, the collective size S (bytes, nccl-tests' sense, as
-`Job.comm_bytes`), and `sync`, s of latency per iteration and per server spanned beyond the first
-(contention-free). Every measured pair is simulated on a DeepShare-like cluster (`fit_cluster`), both
+`Job.comm_bytes`), and `server_bytes`, bytes each collective sends out of every server per server spanned
+beyond the first (`Job.server_bytes`). Every measured pair is simulated on a DeepShare-like cluster (`fit_cluster`), both
 jobs spread evenly over the first servers (side by side on each), with `SERVER_COLLECTIVES` (one flow
 per server and phase carrying what the collective puts on its NIC: n flows per phase instead of up to
 G^2), as one padded batch through `netsim.kernels.run`; a job's pace is `netsim.jobs.iteration_paces`, the rule the scheduling
@@ -70,11 +70,11 @@ def fit_cluster():
 
 class JobParams(eqx.Module):
     """Per model, positive through their logs: compute s per iteration, collective size S (bytes),
-    sync s per iteration and per server beyond the first."""
+    bytes per server beyond the first (`Model.server_bytes`)."""
 
     log_compute: Float[Array, " M"]
     log_bytes: Float[Array, " M"]
-    log_sync: Float[Array, " M"]
+    log_server_bytes: Float[Array, " M"]
     models: tuple[str, ...] = eqx.field(static=True)
 
     @classmethod
@@ -83,10 +83,12 @@ class JobParams(eqx.Module):
         if missing:
             raise ScenarioError(f"start: no model for {missing}; have {sorted(models)}")
         log = lambda f: np.log(np.array([max(f(models[m]), 1e-12) for m in names], np.float64))
-        return cls(log(lambda m: m.compute), log(lambda m: m.comm_bytes), log(lambda m: m.sync), tuple(names))
+        return cls(
+            log(lambda m: m.compute), log(lambda m: m.comm_bytes), log(lambda m: m.server_bytes), tuple(names)
+        )
 
     def to_models(self, patterns: Mapping[str, str], note: str = "") -> dict[str, Model]:
-        c, s, y = (np.exp(np.asarray(x)) for x in (self.log_compute, self.log_bytes, self.log_sync))
+        c, s, y = (np.exp(np.asarray(x)) for x in (self.log_compute, self.log_bytes, self.log_server_bytes))
         return {
             m: Model(patterns[m], float(c[i]), float(s[i]), note, float(y[i]))
             for i, m in enumerate(self.models)
@@ -99,9 +101,9 @@ class JobParams(eqx.Module):
 class JobBatch(eqx.Module):
     """Pair and isolated scenarios at one padded shape, with what the parameters set per item.
 
-    Every item of `job_workload` is linear in its job's parameters: a task's s and a flow's bytes are
-    a compute share times compute plus a byte share times S, a flow's overhead its own plus a share of
-    sync. The shares are read off two builds of each job at different unit parameters.
+    Every item of `job_workload` is linear in its job's parameters: a task's s is a share of compute, a
+    flow's bytes a share of S plus a share of the bytes per extra server. The shares are read off two
+    builds of each job at different unit parameters.
 
     Attributes:
         network: the fabric (shared by every scenario).
@@ -109,7 +111,7 @@ class JobBatch(eqx.Module):
         model: B x 2, the model index of each job slot (slot 1 of an isolated scenario: unused).
         slot: B x N, the job slot of each item.
         per_compute, per_byte: B x N, an item's size per s of compute and per byte of S.
-        per_sync: B x N, a flow's overhead per s of its job's sync (its own overhead is the program's).
+        per_server_byte: B x N, a flow's bytes per byte of its job's server_bytes.
         ends: B x 2 x I x N, the items ending iteration i of each slot.
         iterations: B x 2, iterations of each slot (0: no job).
     """
@@ -120,7 +122,7 @@ class JobBatch(eqx.Module):
     slot: Int[Array, "B N"]
     per_compute: Float[Array, "B N"]
     per_byte: Float[Array, "B N"]
-    per_sync: Float[Array, "B N"]
+    per_server_byte: Float[Array, "B N"]
     ends: Bool[Array, "B 2 I N"]
     iterations: Int[Array, "B 2"]
     max_events: int = eqx.field(static=True)
@@ -157,14 +159,18 @@ def _scenario(jobs: Sequence[tuple[Config, int]], start: Mapping[str, Model], fa
         pattern = start[model].pattern
         (w1, e), (w2, _) = (
             job_workload(
-                Job("ab"[slot], 0.0, g, its, c, pattern, 1.0, sync=y), gpus, collectives=SERVER_COLLECTIVES
+                Job("ab"[slot], 0.0, g, its, c, pattern, 1.0, server_bytes=y),
+                gpus,
+                collectives=SERVER_COLLECTIVES,
             )
             for c, y in ((1.0, 0.0), (2.0, 1.0))
         )
-        size = lambda z: z.bytes if isinstance(z, netsim.Flow) else z.duration
-        for x, y in zip((*w1.flows, *w1.tasks), (*w2.flows, *w2.tasks), strict=True):
-            sync = y.overhead - x.overhead if isinstance(x, netsim.Flow) else 0.0
-            meta[x.id] = (slot, size(y) - size(x), 2 * size(x) - size(y), sync)
+        # builds at (compute, server bytes) = (1, 0) and (2, 1), S = 1: a task's share of compute, a
+        # flow's of S and of the server bytes
+        for x, y in zip(w1.flows, w2.flows, strict=True):
+            meta[x.id] = (slot, 0.0, x.bytes, y.bytes - x.bytes)
+        for x, y in zip(w1.tasks, w2.tasks, strict=True):
+            meta[x.id] = (slot, y.duration - x.duration, 0.0, 0.0)
         parts.append(w1)
         ends.append(e)
     name = " | ".join(f"{c[0]},{c[1]},{c[2]}" for c, _ in jobs)
@@ -194,9 +200,10 @@ def lay_out_jobs(
     """
     index = {m: i for i, m in enumerate(models)}
     estimate = Paces(fabric, collectives=SERVER_COLLECTIVES).estimate
-    alone = {  # s per iteration alone: the environment's estimate, plus the sync latency it leaves out
-        c: estimate(((m.pattern, m.compute, m.comm_bytes, c[1]), _placements([(c, 1)], fabric)[0]))
-        + m.sync * (c[2] - 1)
+    alone = {  # s per iteration alone: the environment's estimate
+        c: estimate(
+            ((m.pattern, m.compute, m.comm_bytes, c[1], m.server_bytes), _placements([(c, 1)], fabric)[0])
+        )
         for c, m in ((c, start[c[0]]) for c in dict.fromkeys(configs))
     }
     jobs = [[(c, 1)] for c in configs]
@@ -212,14 +219,14 @@ def lay_out_jobs(
     B = len(built)
     model = np.zeros((B, 2), np.int32)
     slot = np.zeros((B, n_items), np.int32)
-    per_compute, per_byte, per_sync = (np.zeros((B, n_items)) for _ in range(3))
+    per_compute, per_byte, per_server_byte = (np.zeros((B, n_items)) for _ in range(3))
     ends = np.zeros((B, 2, n_it, n_items), bool)
     iters = np.zeros((B, 2), np.int32)
     for k, ((scenario, meta, its_ends), js) in enumerate(zip(built, jobs, strict=True)):
         ids = [f.id for f in scenario.flows] + [t.id for t in scenario.tasks]
         pos = {i: n for n, i in enumerate(ids)}
         for i, (s, c, b, y) in ((pos[i], v) for i, v in meta.items()):
-            slot[k, i], per_compute[k, i], per_byte[k, i], per_sync[k, i] = s, c, b, y
+            slot[k, i], per_compute[k, i], per_byte[k, i], per_server_byte[k, i] = s, c, b, y
         for s, ((cfg, n), e) in enumerate(zip(js, its_ends, strict=True)):
             model[k, s] = index[cfg[0]]
             iters[k, s] = n
@@ -232,7 +239,16 @@ def lay_out_jobs(
     )
     return (
         JobBatch(
-            net, batch.program, model, slot, per_compute, per_byte, per_sync, ends, iters, batch.max_events
+            net,
+            batch.program,
+            model,
+            slot,
+            per_compute,
+            per_byte,
+            per_server_byte,
+            ends,
+            iters,
+            batch.max_events,
         ),
         len(configs),
     )
@@ -242,8 +258,8 @@ def lay_out_jobs(
 
 
 def _local(params: JobParams, b: JobBatch) -> Float[Array, "B 2 3"]:
-    """Each scenario's own parameters: per job slot, (log compute, log bytes, log sync)."""
-    stack = jnp.stack([params.log_compute, params.log_bytes, params.log_sync], axis=1)  # M x 3
+    """Each scenario's own parameters: per job slot, (log compute, log bytes, log server bytes)."""
+    stack = jnp.stack([params.log_compute, params.log_bytes, params.log_server_bytes], axis=1)  # M x 3
     return stack[b.model]
 
 
@@ -252,9 +268,9 @@ def paces(local: Float[Array, "B 2 3"], b: JobBatch) -> tuple[Float[Array, "B 2"
     other job still ran (all of them when alone: `iteration_paces`), and the engine's status per scenario."""
     x = jnp.exp(local)
     pick = lambda j: jnp.take_along_axis(x[:, :, j], b.slot, axis=1)  # B x N
-    size = b.per_compute * pick(0) + b.per_byte * pick(1)
+    size = b.per_compute * pick(0) + b.per_byte * pick(1) + b.per_server_byte * pick(2)
     p = b.program
-    prog = kernels.Program(p.route, size, p.release, p.overhead + b.per_sync * pick(2), p.after)
+    prog = kernels.Program(p.route, size, p.release, p.overhead, p.after)
     state = netsim.vmap_run(b.network, prog, max_events=b.max_events)
     ends = jnp.max(jnp.where(b.ends, state.finish[:, None, None, :], 0.0), axis=-1)  # B x 2 x I
     return iteration_paces(ends, b.iterations), state.status
@@ -487,7 +503,12 @@ class JobFit:
             "fabric": {"name": self.fabric.name, "links": len(self.fabric.links)},
             "fit": self.prediction.errors() | {"loss": self.loss, "steps": len(self.history)},
             "models": {
-                m: {"pattern": x.pattern, "compute": x.compute, "comm_bytes": x.comm_bytes, "sync": x.sync}
+                m: {
+                    "pattern": x.pattern,
+                    "compute": x.compute,
+                    "comm_bytes": x.comm_bytes,
+                    "server_bytes": x.server_bytes,
+                }
                 for m, x in self.models.items()
             },
         }
@@ -509,7 +530,7 @@ def fit_jobs(
     progress: Callable[[str], None] | None = print,
     log_every: int = 10,
 ) -> JobFit:
-    """Fits every model's compute, collective size and sync latency to DeepShare's tables.
+    """Fits every model's compute, collective size and bytes per extra server to DeepShare's tables.
 
     Args:
         table: the measurements (default: the shipped DeepShareTable).

@@ -48,13 +48,13 @@ def iteration_paces(ends, iterations):
     return at / done.astype(at.dtype)
 
 
-#: a running job as the paces see it: ((pattern, compute, comm_bytes, gpus), its GPUs)
-Member = tuple[tuple[str, float, float, int], tuple[str, ...]]
+#: a running job as the paces see it: ((pattern, compute, comm_bytes, gpus, server_bytes), its GPUs)
+Member = tuple[tuple[str, float, float, int, float], tuple[str, ...]]
 
 
-def signature(job: Job) -> tuple[str, float, float, int]:
+def signature(job: Job) -> tuple[str, float, float, int, float]:
     """What of a job sets its traffic, the key of its paces."""
-    return (job.pattern, job.compute, job.comm_bytes, job.gpus)
+    return (job.pattern, job.compute, job.comm_bytes, job.gpus, job.server_bytes)
 
 
 class Paces:
@@ -94,8 +94,8 @@ class Paces:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 (one Paces per environment family; bounded)
     def traffic(self, member: Member) -> Mapping[str, float]:
         """Bytes per iteration that one job puts on each link."""
-        (pattern, compute, comm, n), gpus = member
-        job = Job("x", 0.0, n, 1, compute, pattern, comm)
+        (pattern, compute, comm, n, extra), gpus = member
+        job = Job("x", 0.0, n, 1, compute, pattern, comm, server_bytes=extra)
         w, _ = job_workload(job, gpus, collectives=self.collectives)
         out: dict[str, float] = {}
         for f in w.flows:
@@ -109,7 +109,7 @@ class Paces:
 
     def estimate(self, member: Member) -> float:
         """A quick estimate of one iteration alone (s): compute + busiest link's bytes / bandwidth."""
-        (pattern, compute, _, _), _ = member
+        (pattern, compute, *_), _ = member
         busiest = max((b / self.capacity[lid] for lid, b in self.traffic(member).items()), default=0.0)
         share = sum(s for kind, s in PATTERNS[pattern] if kind == "compute")
         return compute * share + busiest
@@ -189,10 +189,11 @@ class Paces:
             span = self.window * max(est)
             iterations = [min(self.max_iterations, max(1, math.ceil(span / max(e, 1e-12)))) for e in est]
         workloads, ends = [], []
-        for i, (((pattern, compute, comm, n), gpus), its) in enumerate(zip(key, iterations, strict=True)):
-            w, e = job_workload(
-                Job(f"m{i}", 0.0, n, its, compute, pattern, comm), gpus, collectives=self.collectives
-            )
+        for i, (((pattern, compute, comm, n, extra), gpus), its) in enumerate(
+            zip(key, iterations, strict=True)
+        ):
+            job = Job(f"m{i}", 0.0, n, its, compute, pattern, comm, server_bytes=extra)
+            w, e = job_workload(job, gpus, collectives=self.collectives)
             workloads.append(w)
             ends.append(e)
         return concat(workloads).scenario(self.fabric, name="paces"), ends

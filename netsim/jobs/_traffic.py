@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -49,13 +50,14 @@ PATTERNS: dict[str, tuple[tuple[str | tuple[str, ...], float], ...]] = {
 @dataclasses.dataclass(frozen=True)
 class Model:
     """A job's per-iteration shape: communication pattern, compute s per GPU, collective size S (bytes),
-    and sync: s of latency per iteration for each server spanned beyond the first (contention-free)."""
+    and server_bytes: bytes each of its collectives sends from every server it spans, per server beyond
+    the first, on top of S (`Job.server_bytes`)."""
 
     pattern: str
     compute: float
     comm_bytes: float
     note: str = ""
-    sync: float = 0.0
+    server_bytes: float = 0.0
 
 
 #: where MODELS come from: fitted by netsim.calibrate.jobs.fit_jobs (benchmarks/jobs_fit.py writes it)
@@ -73,7 +75,7 @@ def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:
                 float(m["compute"]),
                 float(m["comm_bytes"]),
                 f"fitted to DeepShare's measurements ({pathlib.Path(path).name})",
-                float(m.get("sync", 0.0)),
+                float(m.get("server_bytes", 0.0)),
             )
             for name, m in rows.items()
         }
@@ -86,7 +88,7 @@ def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:
 
 
 #: The models of DeepShare's traces (MobileNetV3, GraphSage, FSDP, Transformer-XL, DLRM, MoE), their
-#: compute, collective size and sync latency fitted through the simulator to DeepShare's measured
+#: compute, collective size and bytes per extra server fitted through the simulator to DeepShare's measured
 #: isolated throughputs and co-location table (docs/jobs.md, "Fitted traffic").
 MODELS: dict[str, Model] = load_models()
 
@@ -108,9 +110,13 @@ class Job:
             AllReduce, whole gathered buffer for AllGather / ReduceScatter, one rank's send buffer for
             AllToAll).
         model: a label ("MoE", "ResNet-50", ...).
-        sync: s of latency per iteration for each server the job spans beyond the first (servers
-            are the GPU names up to their last "/"), paid before the communication phases' first
-            bytes, split evenly over them.
+        server_bytes: bytes each collective sends out of every server the job spans, for each server
+            beyond the first (servers are the GPU names up to their last "/"), on top of comm_bytes and
+            split evenly over the communication phases: the traffic that grows with a job's span rather
+            than with S (per-peer messages and chunks). It rides on each phase's first flows out of
+            each server, so a co-located job slows it as it slows the collective (docs/jobs.md,
+            "Fitted traffic": fitted as a contention-free latency instead, the co-location errors
+            were up to 1.6x the measurements' own scatter).
     """
 
     id: str
@@ -121,7 +127,7 @@ class Job:
     pattern: str = "allreduce"
     comm_bytes: float = 0.0
     model: str = ""
-    sync: float = 0.0
+    server_bytes: float = 0.0
 
     @classmethod
     def of(cls, id: str, model: str, *, arrival: float, gpus: int, iterations: int) -> Job:
@@ -129,7 +135,7 @@ class Job:
         if model not in MODELS:
             raise ScenarioError(f"job {id!r}.model: unknown {model!r}; known: {sorted(MODELS)}")
         m = MODELS[model]
-        return cls(id, arrival, gpus, iterations, m.compute, m.pattern, m.comm_bytes, model, m.sync)
+        return cls(id, arrival, gpus, iterations, m.compute, m.pattern, m.comm_bytes, model, m.server_bytes)
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not self.id or "/" in self.id:
@@ -139,7 +145,7 @@ class Job:
             ("arrival", "time"),
             ("compute", "time"),
             ("comm_bytes", "bytes"),
-            ("sync", "time"),
+            ("server_bytes", "bytes"),
         ):
             check_number(getattr(self, name), f"{where}.{name}")  # a plain number: no unit strings here
             quantity(float(getattr(self, name)), kind, f"{where}.{name}")  # within netsim's limits
@@ -186,7 +192,7 @@ def job_workload(
     ready: dict[str, tuple[str, ...]] = {g: () for g in gpus}  # rank -> ids its next phase waits on
     comm = sum(kind != "compute" for kind, _ in PATTERNS[job.pattern])
     servers = len({g.rsplit("/", 1)[0] for g in gpus})
-    sync = job.sync * (servers - 1) / comm if comm else 0.0
+    extra = job.server_bytes * (servers - 1) / comm if comm else 0.0
     for it in range(job.iterations):
         for k, (kind, share) in enumerate(PATTERNS[job.pattern]):
             tag = f"{job.id}/it{it}/p{k}"
@@ -203,7 +209,7 @@ def job_workload(
                 ws = [coll[x](list(gpus), job.comm_bytes * share, name=n).workload for x, n in named.items()]
                 ws = [w for w in ws if w.flows or w.tasks]  # SERVER_COLLECTIVES: none within one server
                 if ws:
-                    parts += [_rank_chained(w, ready, start, sync) for w in ws]
+                    parts += [_rank_chained(w, ready, start, extra) for w in ws]
                     done = [_rank_done(w, gpus) for w in ws]
                     ready = {g: tuple(i for d in done for i in d[g]) for g in gpus}
         ends.append(tuple(dict.fromkeys(i for ids in ready.values() for i in ids)))
@@ -211,17 +217,19 @@ def job_workload(
 
 
 def _rank_chained(
-    w: Workload, ready: Mapping[str, tuple[str, ...]], start: float, sync: float = 0.0
+    w: Workload, ready: Mapping[str, tuple[str, ...]], start: float, extra: float = 0.0
 ) -> Workload:
-    """`w` released at `start`, each root also waiting on what its sending rank was doing; root flows
-    pay `sync` s before their first byte."""
+    """`w` released at `start`, each root also waiting on what its sending rank was doing; `extra` bytes
+    more out of each server, split evenly over the root flows that leave it for another server."""
     roots = set(w.roots())
+    server = lambda node: node.rsplit("/", 1)[0]
+    leaving = Counter(server(f.src) for f in w.flows if f.id in roots and server(f.src) != server(f.dst))
     fix = lambda x, rank: dataclasses.replace(
         x, start=start, after=tuple(x.after) + (ready.get(rank, ()) if x.id in roots else ())
     )
     flows = [
-        dataclasses.replace(fix(f, f.src), overhead=f.overhead + sync)
-        if sync and f.id in roots
+        dataclasses.replace(fix(f, f.src), bytes=f.bytes + extra / leaving[server(f.src)])
+        if extra and f.id in roots and server(f.src) != server(f.dst)
         else fix(f, f.src)
         for f in w.flows
     ]

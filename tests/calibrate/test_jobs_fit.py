@@ -25,9 +25,10 @@ from netsim.jobs import (
 
 FABRIC = deepshare_cluster(2, 8, oversubscription=1.0)  # NICs of 100 Gb/s, PCIe faster
 CONFIGS = (("FSDP", 2, 2), ("MoE", 2, 2), ("MoE", 4, 2))
-START = {
-    "FSDP": Model("fsdp", 0.05, 2e8, "", 2e-3),
-    "MoE": Model("alltoall", 0.03, 1.5e8, "", 1e-3),
+NIC = 100e9 / 8
+START = {  # 12.5 MB per extra server: 1 ms at the NIC per collective
+    "FSDP": Model("fsdp", 0.05, 2e8, "", 12.5e6),
+    "MoE": Model("alltoall", 0.03, 1.5e8, "", 12.5e6),
 }
 
 
@@ -55,12 +56,11 @@ def layout(table):
 
 
 def test_isolated_iteration_is_the_closed_form(pred):
-    # alone, a job's iteration is compute + sync x (servers - 1) + its per-server egress at the NIC
-    # (the slowest link): FSDP 2 GPUs on 2 servers moves 3 (1/2) S in two concurrent flows per NIC,
-    # paying its sync once
-    nic = 100e9 / 8
-    fsdp = 0.05 + 2e-3 + 1.5 * 2e8 / nic
-    moe = lambda k: 0.03 + 1e-3 + 2 * k * (1 - 1 / 2) * 1.5e8 / nic  # two all-to-alls of k S (1 - 1/n)
+    # alone, a job's iteration is compute + its per-server egress at the NIC (the slowest link), the
+    # bytes per extra server included: FSDP 2 GPUs on 2 servers moves 3 (1/2) S in two concurrent flows
+    # per NIC, each collective with its 12.5 MB; MoE two all-to-alls of k S (1 - 1/n), 12.5 MB over both
+    fsdp = 0.05 + (1.5 * 2e8 + 2 * 12.5e6) / NIC
+    moe = lambda k: 0.03 + (2 * k * (1 - 1 / 2) * 1.5e8 + 12.5e6) / NIC
     np.testing.assert_allclose(pred.alone, [fsdp, moe(1), moe(2)], rtol=1e-9)
     # throughput of MoE,4,2 over MoE,2,2: twice the GPUs at the iteration-time ratio
     assert pred.iso_configs == (("MoE", 4, 2),)
@@ -69,16 +69,19 @@ def test_isolated_iteration_is_the_closed_form(pred):
         # the estimate that sizes a pair's iterations
         estimate = Paces(FABRIC, collectives=SERVER_COLLECTIVES).estimate
         gpus = [f"n{s}/gpu{k}" for s in range(n) for k in range(g // n)]
-        member = ((START[m].pattern, START[m].compute, START[m].comm_bytes, g), tuple(gpus))
-        assert t == pytest.approx(estimate(member) + START[m].sync * (n - 1), rel=1e-12)
+        member = (
+            (START[m].pattern, START[m].compute, START[m].comm_bytes, g, START[m].server_bytes),
+            tuple(gpus),
+        )
+        assert t == pytest.approx(estimate(member), rel=1e-12)
 
 
 def test_colocation_slows_both_and_self_pair_by_the_closed_form(pred):
     r = dict(zip(pred.entries, pred.simulated, strict=True))
     # two identical FSDP jobs in phase share every NIC at half rate while communicating:
-    # ratio = (c + y + a) / (c + y + 2a), a = the communication time alone
-    a = 1.5 * 2e8 / (100e9 / 8)
-    assert r[CONFIGS[0], CONFIGS[0]] == pytest.approx((0.052 + a) / (0.052 + 2 * a), rel=1e-9)
+    # ratio = (c + a) / (c + 2a), a = the communication time alone (the bytes per extra server shared too)
+    a = (1.5 * 2e8 + 2 * 12.5e6) / NIC
+    assert r[CONFIGS[0], CONFIGS[0]] == pytest.approx((0.05 + a) / (0.05 + 2 * a), rel=1e-9)
     assert 0.3 < r[CONFIGS[0], CONFIGS[1]] < 1 and 0.3 < r[CONFIGS[1], CONFIGS[0]] < 1
 
 
@@ -88,10 +91,12 @@ def test_loss_gradient_matches_finite_differences(tiny, standard):
         params = jax.tree.map(jnp.asarray, jobs.JobParams.from_models(START, names))
         grad_fn = jax.jit(jobs._value_and_grad)
         _, grads, _ = grad_fn(params, batch, t, jnp.asarray(1.0))
-        flat = np.concatenate([np.asarray(g) for g in (grads.log_compute, grads.log_bytes, grads.log_sync)])
+        flat = np.concatenate(
+            [np.asarray(g) for g in (grads.log_compute, grads.log_bytes, grads.log_server_bytes)]
+        )
         assert np.all(np.isfinite(flat)) and np.any(flat != 0)
         h = 1e-6
-        for field in ("log_compute", "log_bytes", "log_sync"):
+        for field in ("log_compute", "log_bytes", "log_server_bytes"):
             for i in range(len(names)):
                 bump = lambda d, field=field, i=i: dataclasses.replace(
                     params, **{field: getattr(params, field).at[i].add(d)}
@@ -126,13 +131,20 @@ def test_shipped_models_are_fitted_and_run_as_jobs():
     assert set(MODELS) == {m for m, _, _ in DeepShareTable.load().configs}
     assert load_models() == MODELS
     for m in MODELS.values():
-        assert m.compute > 0 and m.comm_bytes > 0 and m.sync >= 0
-    # Job.of carries the sync latency; job_workload pays it once per communication phase's roots
-    job = Job.of("j", "MoE", arrival=0.0, gpus=2, iterations=1)
-    assert job.sync == MODELS["MoE"].sync
-    w, _ = job_workload(job, ["n0/gpu0", "n1/gpu0"])
-    per_phase = MODELS["MoE"].sync * (2 - 1) / 2
-    assert max(f.overhead for f in w.flows) == pytest.approx(per_phase)
+        assert m.compute > 0 and m.comm_bytes > 0 and m.server_bytes >= 0
+    # Job.of carries the bytes per extra server; job_workload sends them out of each server, split over
+    # the communication phases (MoE: two all-to-alls), on the phases' first flows that leave it
+    job = Job.of("j", "MoE", arrival=0.0, gpus=4, iterations=1)
+    assert job.server_bytes == MODELS["MoE"].server_bytes
+    gpus = ["n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"]
+    w, _ = job_workload(job, gpus)
+    w0, _ = job_workload(dataclasses.replace(job, server_bytes=0.0), gpus)
+    leaving = lambda w, s: sum(f.bytes for f in w.flows if f.src.startswith(s) and not f.dst.startswith(s))
+    for s in ("n0/", "n1/"):
+        assert leaving(w, s) - leaving(w0, s) == pytest.approx(2 * MODELS["MoE"].server_bytes * (2 - 1) / 2)
+    assert sum(f.bytes for f in w.flows if f.src[:3] == f.dst[:3]) == sum(
+        f.bytes for f in w0.flows if f.src[:3] == f.dst[:3]
+    )  # nothing more inside a server
 
 
 def test_bad_pairs_are_clear_errors(tiny):

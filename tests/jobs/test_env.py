@@ -78,7 +78,7 @@ def test_pace_alone_and_side_by_side_closed_forms():
     # uplinks at half rate: iteration c + 2a, a the AllReduce time alone. On other servers: no change.
     c, size = 0.01, 1e8
     a = 2 * 3 * size / 4 / NIC
-    sig = ("allreduce", c, size, 4)
+    sig = ("allreduce", c, size, 4, 0.0)
     job_a = (sig, ("n0/gpu0", "n0/gpu1", "n1/gpu0", "n1/gpu1"))
     job_b = (sig, ("n0/gpu2", "n0/gpu3", "n1/gpu2", "n1/gpu3"))
     inside = (sig, ("n0/gpu2", "n0/gpu3", "n0/gpu0", "n0/gpu1"))
