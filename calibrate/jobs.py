@@ -2,18 +2,18 @@
 
 DeepShare (ICPADS 2023, arXiv 2310.20209) drives its scheduler simulator with two measured tables
 (`netsim.jobs.DeepShareTable`): each job configuration's isolated throughput, keyed
-"Model,total_gpus,num_nodes_spanned", and the pairwise co-location table, [A, B] = A's throughput next
-to B over A's throughput alone. Each model is netsim.jobs' one traffic model (`job_workload`: per
-iteration, compute and the collectives of its `PATTERNS` entry) with three positive parameters fitted
-in log space: compute s per iteration, the collective size S (bytes, nccl-tests' sense, as
-`Job.comm_bytes`), and `server_bytes`, bytes each collective sends out of every server per server spanned
-beyond the first (`Job.server_bytes`). Every measured pair is simulated on a DeepShare-like cluster (`fit_cluster`), both
-jobs spread evenly over the first servers (side by side on each), with `SERVER_COLLECTIVES` (one flow
-per server and phase carrying what the collective puts on its NIC: n flows per phase instead of up to
-G^2), as one padded batch through `netsim.kernels.run`; a job's pace is `netsim.jobs.iteration_paces`, the rule the scheduling
-environment uses. The loss compares simulated to measured co-location ratios and isolated-throughput
-ratios between configurations of one model (units differ between models). See docs/jobs.md
-("Fitted traffic").
+"Model,total_gpus,num_nodes_spanned", and the pairwise co-location table, [A, B] = A's throughput next to B
+over A's throughput alone. Each model is netsim.jobs' one traffic model (`job_workload`: per iteration,
+compute and the collectives of its `PATTERNS` entry) with three positive parameters fitted in log space:
+compute s per iteration, the collective size S (bytes, nccl-tests' sense, as `Job.comm_bytes`), and
+`server_bytes`, bytes each collective sends out of every server per server spanned beyond the first
+(`Job.server_bytes`). Every measured pair is simulated on a DeepShare-like cluster (`fit_cluster`), both
+jobs spread evenly over the first servers (side by side on each), with `SERVER_COLLECTIVES` (one flow per
+server and phase carrying what the collective puts on its NIC: n flows per phase instead of up to G^2), as
+one padded batch through `netsim.kernels.run`; a job's pace is `netsim.jobs.iteration_paces`, the rule the
+scheduling environment uses. The loss compares simulated to measured co-location ratios and
+isolated-throughput ratios between configurations of one model (units differ between models). See
+docs/jobs.md ("Fitted traffic").
 """
 
 from __future__ import annotations
