@@ -57,6 +57,12 @@ def signature(job: Job) -> tuple[str, float, float, int, float]:
     return (job.pattern, job.compute, job.comm_bytes, job.gpus, job.server_bytes)
 
 
+def signed_job(sig: tuple[str, float, float, int, float], id: str, iterations: int) -> Job:
+    """The job a `signature` stands for, released at 0."""
+    pattern, compute, comm, gpus, server_bytes = sig
+    return Job(id, 0.0, gpus, iterations, compute, pattern, comm, server_bytes=server_bytes)
+
+
 class Paces:
     """Iterations/s of running jobs, simulated per group of jobs that share links, and cached by group.
 
@@ -94,9 +100,8 @@ class Paces:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 (one Paces per environment family; bounded)
     def traffic(self, member: Member) -> Mapping[str, float]:
         """Bytes per iteration that one job puts on each link."""
-        (pattern, compute, comm, n, extra), gpus = member
-        job = Job("x", 0.0, n, 1, compute, pattern, comm, server_bytes=extra)
-        w, _ = job_workload(job, gpus, collectives=self.collectives)
+        sig, gpus = member
+        w, _ = job_workload(signed_job(sig, "x", 1), gpus, collectives=self.collectives)
         out: dict[str, float] = {}
         for f in w.flows:
             for lid in f.route or self.fabric.route(f.src, f.dst):
@@ -153,8 +158,7 @@ class Paces:
         built = [self._build(k) for k in todo]
         compiled = [compile_scenario(b[0]) for b in built]
         # every size rounds up to a power of two, and all but the items only grow: few shapes, few compiles
-        common = functools.reduce(Shape.__or__, (c.shape for c in compiled), self.shape)
-        common = Shape(*(bucket(n, 1) for n in dataclasses.astuple(common)))
+        common = functools.reduce(Shape.__or__, (c.shape for c in compiled), self.shape).in_powers_of_two()
         self.shape = dataclasses.replace(common, items=self.shape.items)
         batch = compile_batch(compiled, shape=common)
         run = batch.run(keep=("finish",), width=bucket(len(todo), 1))
@@ -189,11 +193,8 @@ class Paces:
             span = self.window * max(est)
             iterations = [min(self.max_iterations, max(1, math.ceil(span / max(e, 1e-12)))) for e in est]
         workloads, ends = [], []
-        for i, (((pattern, compute, comm, n, extra), gpus), its) in enumerate(
-            zip(key, iterations, strict=True)
-        ):
-            job = Job(f"m{i}", 0.0, n, its, compute, pattern, comm, server_bytes=extra)
-            w, e = job_workload(job, gpus, collectives=self.collectives)
+        for i, ((sig, gpus), its) in enumerate(zip(key, iterations, strict=True)):
+            w, e = job_workload(signed_job(sig, f"m{i}", its), gpus, collectives=self.collectives)
             workloads.append(w)
             ends.append(e)
         return concat(workloads).scenario(self.fabric, name="paces"), ends
