@@ -81,6 +81,12 @@ def load_models(path: str | pathlib.Path = MODELS_PATH) -> dict[str, Model]:
         }
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ScenarioError(f"job models {str(path)!r}: cannot read ({e})") from None
+    for name, m in rows.items():
+        if "sync" in m:  # a file fitted before server_bytes: its growth over servers would silently vanish
+            raise ScenarioError(
+                f"job models {str(path)!r}: {name}.sync = {m['sync']!r}: the latency per extra server is no"
+                " longer a model parameter (server_bytes is); refit with benchmarks/jobs_fit.py --write"
+            )
     for name, m in models.items():
         if m.pattern not in PATTERNS:
             raise ScenarioError(f"job models: {name}.pattern: unknown {m.pattern!r}")

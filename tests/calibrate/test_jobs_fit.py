@@ -3,6 +3,7 @@ against its closed form, the loss gradient against finite differences, a short f
 the shipped models, and clear errors for bad pairs. One small layout (2 servers, 3 configs) for all."""
 
 import dataclasses
+import json
 
 import jax
 import jax.numpy as jnp
@@ -145,6 +146,17 @@ def test_shipped_models_are_fitted_and_run_as_jobs():
     assert sum(f.bytes for f in w.flows if f.src[:3] == f.dst[:3]) == sum(
         f.bytes for f in w0.flows if f.src[:3] == f.dst[:3]
     )  # nothing more inside a server
+
+
+def test_models_of_the_latency_era_are_refused_by_name(tmp_path):
+    path = tmp_path / "old.json"
+    path.write_text(
+        json.dumps(
+            {"models": {"MoE": {"pattern": "alltoall", "compute": 0.03, "comm_bytes": 1e8, "sync": 0.015}}}
+        )
+    )
+    with pytest.raises(ScenarioError, match=r"MoE\.sync = 0\.015: .*\(server_bytes is\)"):
+        load_models(path)
 
 
 def test_bad_pairs_are_clear_errors(tiny):
