@@ -33,7 +33,9 @@ latency, creation to tail ejection, is
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
 does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / flits), or where
 a class's VCs are all held (`vc_saturation`; with the waits downstream in the occupancy, found by
-bisection below the others), whichever is lowest; accepted throughput is the offered rate up to it.
+bisection below the others), whichever is lowest. Accepted throughput is the offered rate up to it; past
+it, with each source's part of the load (`sources`), the sources that avoid the full channels keep growing,
+each source held to its max-min fair share (`accepted_rates`).
 
 Pure and differentiable in every float argument (a class's VC count is whole: `vc_servers` floors it);
 callers vmap (netsim.latency).
@@ -342,6 +344,61 @@ def saturation_rate(
     return coupled_saturation(bound, args)
 
 
+def accepted_rates(
+    rate: Float[Array, " R"],
+    sources: Float[Array, "S C"],
+    per_packet: Float[Array, " C"],
+    saturation: Float[Array, ""],
+    flits: Float[Array, ""],
+) -> Float[Array, " R"]:
+    """Accepted packets per node per cycle at each offered rate. Below saturation every source gets what it
+    offers. Past it only the sources whose packets cross a full channel are held back, each to its max-min
+    fair share: a source's packets leave its queue in order, so all of its traffic moves at one rate, and
+    sources that avoid the full channels keep growing (on a permutation most do; under uniform traffic
+    every source crosses the busiest channels, and the network accepts the saturation rate).
+
+    sources[s, c]: source s's packets per cycle on channel c per unit of its rate (all-zero rows:
+    padding); per_packet: a channel's utilization per packet per cycle (holding / efficiency). Channels
+    are scaled so that with every source at one rate the first fills at `saturation` (the VC pools and
+    head-of-line blocking included), and each source is also held to its injection channel (1 / flits).
+    Progressive filling: every unfrozen source grows until a channel fills or it reaches its cap, then
+    the sources crossing full channels freeze; at most one round per source. Not differentiated (past
+    saturation the latency is inf).
+    """
+    sources, per_packet, saturation, flits = jax.lax.stop_gradient((sources, per_packet, saturation, flits))
+    usage = sources * per_packet[None, :]
+    real = jnp.sum(sources, axis=1) > 0
+    # first channel full at `saturation` with every source at one rate
+    usage = usage / jnp.maximum(saturation * jnp.max(jnp.sum(usage, axis=0)), jnp.finfo(usage.dtype).tiny)
+    crossing = usage > 0
+
+    def fill(offered):
+        cap = jnp.where(real, jnp.minimum(offered, 1 / flits), 0.0)
+
+        def more(state):
+            _, frozen, rounds = state
+            return ~jnp.all(frozen) & (rounds <= sources.shape[0])
+
+        def round_(state):
+            x, frozen, rounds = state
+            growing = jnp.sum(jnp.where(frozen[:, None], 0.0, usage), axis=0)
+            room = 1 - x @ usage
+            step = jnp.min(jnp.where(growing > 0, room / jnp.where(growing > 0, growing, 1.0), jnp.inf))
+            step = jnp.maximum(jnp.minimum(step, jnp.min(jnp.where(frozen, jnp.inf, cap - x))), 0.0)
+            x = jnp.where(frozen, x, x + step)
+            full = (x @ usage >= 1 - 1e-12) & (growing > 0)
+            frozen = frozen | jnp.any(crossing & full[None, :], axis=1) | (x >= cap * (1 - 1e-12))
+            return x, frozen, rounds + 1
+
+        # below saturation every source gets what it offers: no rounds (a batch's loop runs as long as
+        # its longest member's)
+        start = jnp.where(offered < saturation, cap, 0.0)
+        x = jax.lax.while_loop(more, round_, (start, ~real | (offered < saturation), 0))[0]
+        return jnp.sum(x) / jnp.maximum(jnp.sum(real.astype(x.dtype)), 1.0)
+
+    return jnp.where(rate < saturation, rate, jax.vmap(fill)(rate))
+
+
 def load_latency(
     rate: Float[Array, " R"],
     load: Float[Array, " C"],
@@ -356,6 +413,7 @@ def load_latency(
     flits: Float[Array, ""],
     router: Router,
     feeds: Feeds | None = None,
+    sources: Float[Array, "S C"] | None = None,
 ) -> Curve:
     """The steady state at each offered rate.
 
@@ -381,6 +439,8 @@ def load_latency(
         router: pipeline, channel and fitted queueing coefficients.
         feeds: where each channel's packets go next (a packet keeps its VC while it waits there); None: no
             channel's VC waits on another's.
+        sources: [S, C] each source's share of the load (`accepted_rates`): past saturation the sources that
+            avoid the full channels keep growing. None: every source held to the saturation rate.
     """
     args = (load, service, contention, divergence, exits, class_share, vc_split)
     wait, _, rho = coupled_waits(rate, *args, router, feeds)
@@ -391,9 +451,13 @@ def load_latency(
     saturation = saturation_rate(router, *args, flits, feeds)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
+    accepted = jnp.minimum(rate, saturation)
+    if sources is not None:
+        per_packet = holding_time(router, service, contention) / channel_efficiency(router, divergence, exits)
+        accepted = accepted_rates(rate, sources, per_packet, saturation, flits)
     return Curve(
         latency=latency,
-        accepted=jnp.minimum(rate, saturation),
+        accepted=accepted,
         utilization=rho,
         wait=wait,
         source_wait=source,

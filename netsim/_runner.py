@@ -165,19 +165,25 @@ def vmap_latency(
     flits,
     router: latency.Router,
     feeds: latency.Feeds | None = None,
+    sources=None,
 ) -> latency.Curve:
     """`kernels.latency.load_latency` on every point of a batch; traceable. An argument (or a field of
     `router` or `feeds`) with one more dimension than the kernel takes varies per point, any other is
     shared by every point (as `batch_axes` reads the engine's inputs): rate, the channel arrays and the
-    feeds' fields take 1, class_share 2 (classes x channels), nodes, hops, flits and the router's fields
-    0. The Curve's fields gain a leading batch axis."""
+    feeds' fields take 1, class_share and sources 2 (classes or sources x channels), nodes, hops, flits and
+    the router's fields 0. The Curve's fields gain a leading batch axis."""
     args = (rate, load, service, contention, divergence, exits, class_share, vc_split, nodes, hops, flits)
     axes = [_axis(x, ndim, name) for x, (name, ndim) in zip(args, _LATENCY_NDIM.items(), strict=True)]
     leaf_axes = lambda tree, ndim, name: jax.tree_util.tree_map_with_path(
         lambda path, x: _axis(x, ndim, name + jax.tree_util.keystr(path)), tree
     )
-    in_axes = (*axes, leaf_axes(router, 0, "router"), leaf_axes(feeds, 1, "feeds"))
-    return jax.vmap(latency.load_latency, in_axes=in_axes)(*args, router, feeds)
+    in_axes = (
+        *axes,
+        leaf_axes(router, 0, "router"),
+        leaf_axes(feeds, 1, "feeds"),
+        leaf_axes(sources, 2, "sources"),
+    )
+    return jax.vmap(latency.load_latency, in_axes=in_axes)(*args, router, feeds, sources)
 
 
 def jvp_columns(fn: Callable, x: jax.Array, tangents: jax.Array):

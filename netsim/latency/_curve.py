@@ -19,7 +19,9 @@ class LatencyCurve:
     """Average packet latency against offered load on one shape and pattern.
 
     Rates and accepted throughput in packets per node per cycle; latencies in cycles (inf at and past
-    saturation); `seconds` converts with the router's clock when it has one.
+    saturation); `seconds` converts with the router's clock when it has one. Past saturation `accepted` is
+    what the sources get at their max-min fair rates (those off the full channels keep growing; on a mesh
+    or torus shape, each node a source; on a netsim topology, all traffic as one).
     """
 
     topology: str

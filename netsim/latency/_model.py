@@ -43,6 +43,9 @@ class Load:
     link: float | None = None
     #: time a packet holds each channel, when not its flits (links of unequal speed)
     service: np.ndarray | None = None
+    #: [sources, channels]: each source's part of load (rows: the nodes, each injecting the rate); None:
+    #: one source (past saturation all traffic is held to the saturation rate)
+    sources: np.ndarray | None = None
 
 
 def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
@@ -85,6 +88,7 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
         names,
         feeds,
         cube.link_cycles,
+        sources=cube.source_load(traffic),
     )
 
 
@@ -187,6 +191,11 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     ]
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
     stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
+    # each source's part of the load (a load without one is one source, all of it), padded with zero rows
+    own = [x.load[None, :] if x.sources is None else x.sources for x in loads]
+    sources = np.zeros((len(loads), max(o.shape[0] for o in own), width))
+    for i, o in enumerate(own):
+        sources[i, : o.shape[0], : o.shape[1]] = o
     return _batched()(
         rates,  # shared by every curve (R), or a row per curve (B x R)
         load,
@@ -201,4 +210,5 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         flits,
         stacked,
         stack_feeds(loads),
+        sources,
     )

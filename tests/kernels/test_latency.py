@@ -6,7 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from netsim.kernels.latency import Router, erlang_c, load_latency, vc_wait
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from netsim.kernels.latency import Router, accepted_rates, erlang_c, load_latency, vc_wait
 
 _latency = jax.jit(load_latency)  # one compile per shape, not eager op by op
 
@@ -304,3 +306,60 @@ def test_coupled_saturation_derivatives_match_finite_differences():
         fd = (saturation(p.at[i].add(h)) - saturation(p.at[i].add(-h))) / (2 * h)
         np.testing.assert_allclose(grad[i], fd, rtol=1e-5)
     assert np.all(np.asarray(grad) < 0)  # more variable or longer holding: the pool fills sooner
+
+
+_accepted = jax.jit(accepted_rates)
+
+
+def test_accepted_past_saturation_by_hand():
+    # sources 0 and 1 share channel A (one packet per unit rate each); source 2 alone crosses B. A fills at
+    # 0.5: past it 0 and 1 are held there while 2 grows with what it offers, up to B (full at 1)
+    sources = jnp.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    rate = jnp.array([0.3, 0.8, 1.5])
+    got = _accepted(rate, sources, jnp.ones(2), jnp.asarray(0.5), jnp.asarray(1.0))
+    np.testing.assert_allclose(got, [0.3, (0.5 + 0.5 + 0.8) / 3, (0.5 + 0.5 + 1.0) / 3], rtol=1e-12)
+    # a saturation below A's own limit (a VC pool filling first) scales every channel: A holds 0 and 1 at
+    # 0.4, B then fills at 1 / 1.25 = 0.8; 4-flit packets cap every source at 1/4 on its injection channel
+    got = _accepted(rate, sources, jnp.ones(2), jnp.asarray(0.4), jnp.asarray(1.0))
+    np.testing.assert_allclose(got, [0.3, (0.4 + 0.4 + 0.8) / 3, (0.4 + 0.4 + 0.8) / 3], rtol=1e-12)
+    got = _accepted(rate, sources, jnp.ones(2), jnp.asarray(0.2), jnp.asarray(4.0))
+    np.testing.assert_allclose(got, [0.2 + 0.05 / 3] * 3, rtol=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_accepted_rates_are_max_min_fair(seed):
+    # random sources over random channels (one padded shape: one compile): every channel within its
+    # capacity, and every source either at what it offers or held by a full channel on which no other
+    # source gets more (max-min fairness's bottleneck condition)
+    rng = np.random.default_rng(seed)
+    sources = rng.random((6, 5)) * (rng.random((6, 5)) < 0.5)
+    sources[5] = 0.0  # padding
+    sources[0, rng.integers(5)] += 0.1  # at least one real source
+    per_packet = 0.5 + rng.random(5)
+    usage = sources * per_packet
+    limit = 1 / usage.sum(axis=0).max()
+    saturation = limit * rng.uniform(0.5, 1.0)
+    offered = saturation * rng.uniform(1.0, 4.0)
+    flits = rng.choice([1.0, 4.0])
+    got = float(_accepted(jnp.array([offered]), sources, per_packet, saturation, flits)[0])
+    # the same progressive filling in NumPy; then the conditions any max-min fair allocation meets
+    scaled = usage / (saturation * usage.sum(axis=0).max())
+    real = sources.sum(axis=1) > 0
+    cap = np.where(real, min(offered, 1 / flits), 0.0)
+    x, frozen = np.zeros(6), ~real
+    while not frozen.all():
+        grow = scaled[~frozen].sum(axis=0)
+        room = 1 - x @ scaled
+        step = min(np.min(room[grow > 0] / grow[grow > 0], initial=np.inf), np.min((cap - x)[~frozen]))
+        x[~frozen] += step
+        full = (x @ scaled >= 1 - 1e-12) & (grow > 0)
+        frozen |= ((scaled > 0) & full).any(axis=1) | (x >= cap * (1 - 1e-12))
+    assert got == pytest.approx(x[real].mean(), rel=1e-9)
+    assert np.all(x @ scaled <= 1 + 1e-9)
+    full = x @ scaled >= 1 - 1e-9
+    for s in np.flatnonzero(real):
+        held = [
+            c for c in np.flatnonzero(full & (scaled[s] > 0)) if x[s] >= x[scaled[:, c] > 0].max() - 1e-12
+        ]
+        assert x[s] >= cap[s] * (1 - 1e-9) or held, (s, x, cap)
