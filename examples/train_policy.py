@@ -116,13 +116,15 @@ def train(
     pool: int = 8,
     seed: int = 0,
     lr: float = 3e-2,
+    arrival_rate: float = 0.5,
     verbose: bool = True,
 ):
-    """REINFORCE on DeepShare-like traces of seeds 1000 .. 1000 + pool - 1, one per update, each run `envs`
-    times with sampled actions; returns the trained Policy and the Paces used (their cache warm)."""
+    """REINFORCE on DeepShare-like traces of seeds 1000 .. 1000 + pool - 1 (`arrival_rate` jobs per s), one
+    per update, each run `envs` times with sampled actions; returns the trained Policy and the Paces used
+    (their cache warm)."""
     topo = deepshare_cluster()
     paces = Paces(topo)
-    trace = lambda s: deepshare_trace(jobs, seed=s)
+    trace = lambda s: deepshare_trace(jobs, seed=s, arrival_rate=arrival_rate)
     batch = JobEnvs(topo, [trace] * envs, paces=paces)
     key = jax.random.PRNGKey(seed)
     key, sub = jax.random.split(key)
@@ -174,6 +176,9 @@ def main(argv=None) -> None:
     parser.add_argument("--eval-jobs", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--rate", type=float, default=0.5, help="Poisson job arrivals per s, training and test"
+    )
+    parser.add_argument(
         "--eval-seeds",
         metavar="A:B",
         help="judge the trained policy beside every heuristic over the held-out seeded traces A..B-1 (as "
@@ -190,7 +195,9 @@ def main(argv=None) -> None:
     jax.config.update("jax_enable_x64", True)  # simulated time is float64
     enable_compilation_cache()
     with jax.numpy_dtype_promotion("standard"):
-        policy, paces = train(updates=args.updates, envs=args.envs, jobs=args.jobs, seed=args.seed)
+        policy, paces = train(
+            updates=args.updates, envs=args.envs, jobs=args.jobs, seed=args.seed, arrival_rate=args.rate
+        )
         topo = deepshare_cluster()
         if args.eval_seeds is not None:
             t0 = time.perf_counter()
@@ -200,6 +207,7 @@ def main(argv=None) -> None:
                 policies=JOB_POLICIES,
                 extra={"trained": trained_policy(policy)},
                 jobs=args.eval_jobs,
+                arrival_rate=args.rate,
                 paces=paces,
                 progress=lambda name, seed: print(f"  evaluating {name} on seed {seed}", flush=True),
             )
@@ -207,8 +215,16 @@ def main(argv=None) -> None:
                 f"\nheld-out seeds {args.eval_seeds}, {args.eval_jobs} jobs each ({time.perf_counter() - t0:.0f} s)"
             )
             print(ev.table())
+            best = min(JOB_POLICIES, key=lambda p: np.mean(ev.mean_jct[p]))
+            for tail in (False, True):
+                m, lo, hi = ev.change("trained", best, tail=tail)
+                print(
+                    f"trained vs {best} (the best heuristic here), {'p90' if tail else 'mean'} JCT: {m:+.1%} [{lo:+.1%}, {hi:+.1%}]"
+                )
             return
-        trace = deepshare_trace(args.eval_jobs, seed=args.seed)  # held out: training used seeds >= 1000
+        trace = deepshare_trace(
+            args.eval_jobs, seed=args.seed, arrival_rate=args.rate
+        )  # held out: training used seeds >= 1000
         print(f"\nheld-out trace: {args.eval_jobs} jobs, seed {args.seed}")
         for name in (*CANDIDATES, "simloop", "trained"):
             policy_fn = trained_policy(policy) if name == "trained" else name
