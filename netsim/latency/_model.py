@@ -51,7 +51,7 @@ class Load:
 def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     """The loads of a BookSim pattern on a k-ary n-cube with dimension-order routing."""
     traffic = traffic_matrix(pattern, cube.k, cube.n, **pattern_args)
-    load, inputs, wrapping = cube.channel_load(traffic)
+    load, inputs, wrapping, sources = cube.channel_load(traffic, by_source=True)
     feeds = channel_feeds(inputs, cube.upstream())
     names = tuple(cube.channel_name(c) for c in range(cube.channels)) + tuple(
         f"eject{i}" for i in range(cube.nodes)
@@ -88,7 +88,7 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
         names,
         feeds,
         cube.link_cycles,
-        sources=cube.source_load(traffic),
+        sources=sources,
     )
 
 
