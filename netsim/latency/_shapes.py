@@ -71,8 +71,8 @@ class Cube:
         dim_order_torus puts those packets in one half of the VCs and the others in the other half, for
         the whole dimension (its dor_next_torus picks the class once, on turning into the dimension).
         Ties on a torus split the packet's weight between both ways. by_source: also [nodes, channels +
-        nodes], the part of each channel's load that each source injects (sources walk `block` at a time,
-        so that each step's sums stay small: a 32x32 mesh's in 0.9 s with the rest, not 1.3 s more).
+        nodes], the part of each channel's load that each source injects. Sources walk `block` at a time, so
+        that each step's sums stay small (a 32x32 mesh: 1.0 s with each source's part, 0.67 s without).
         """
         ports = 2 * self.n + 1
         total = self.channels + self.nodes
