@@ -48,7 +48,7 @@ def stack(items):
     return np.stack([np.asarray(x, dtype=np.float64) for x in items])
 
 
-def load(recompute: str = "none", table: str = TABLE):
+def load_table(recompute: str = "none", table: str = TABLE):
     """(terms stacked over rows, LinkRates [R] of each row on its DGX A100 cluster, measured seconds [R],
     rows) of a shipped vTrain table."""
     rows = read_layout_table(trace_path(table), recompute=recompute)
@@ -121,7 +121,7 @@ def errors(pred, measured, mask):
 def check(log_theta, efficiency: float, recompute: str = "none") -> dict:
     """The fitted model and the baseline (its single-node efficiency) on the multi-node table: MAPE and
     max error (%) over all its rows, none of which the fit saw."""
-    terms, rates, measured, rows = load(recompute, CHECK)
+    terms, rates, measured, rows = load_table(recompute, CHECK)
     with jax.enable_x64(True):
         pred = np.asarray(predict(jnp.asarray(log_theta), jax.tree.map(jnp.asarray, terms), rates))
     work, comm = baseline_terms(terms, rates)
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
         "--power", type=int, default=5, choices=(2, 3, 4, 5, 6), help="loss: mean |log error|^power"
     )
     args = ap.parse_args(argv)
-    terms, rates, measured, rows = load(args.recompute)
+    terms, rates, measured, rows = load_table(args.recompute)
     idx = np.arange(len(rows))
     test = idx % HOLD_OUT == 0
     train = ~test

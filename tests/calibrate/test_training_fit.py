@@ -19,7 +19,7 @@ from netsim.workloads import ComputeModel
 def test_shipped_fit_reproduces_its_recorded_errors():
     shipped = json.loads(training.OUT.read_text())
     model = ComputeModel.load()
-    terms, rates, measured, rows = training.load(shipped["fit"]["recompute"])
+    terms, rates, measured, rows = training.load_table(shipped["fit"]["recompute"])
     with jax.enable_x64(True):
         pred = np.asarray(
             training.predict(jnp.log(jnp.asarray(model.vector())), jax.tree.map(jnp.asarray, terms), rates)
