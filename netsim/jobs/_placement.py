@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from .. import ScenarioError
 from ..workloads import Fabric
-from ._traffic import Job
+from ._traffic import Job, server_of
 
 __all__ = ["POLICIES", "Cluster", "choose", "place", "server_of"]
 
@@ -88,10 +88,6 @@ def place(
     (default: the name up to its last "/").
     """
     return choose(policy, Cluster.of(fabric, free, server), free, job, load or {})
-
-
-def server_of(gpu: str) -> str:
-    return gpu.rsplit("/", 1)[0]
 
 
 def choose(

@@ -176,6 +176,11 @@ DEFAULT_COLLECTIVES: Collectives = {
 }
 
 
+def server_of(gpu: str) -> str:
+    """The server a GPU sits in: its name up to the last "/"."""
+    return gpu.rsplit("/", 1)[0]
+
+
 def job_workload(
     job: Job, gpus: Sequence[str], *, start: float = 0.0, collectives: Collectives | None = None
 ) -> tuple[Workload, tuple[tuple[str, ...], ...]]:
@@ -197,7 +202,7 @@ def job_workload(
     ends: list[tuple[str, ...]] = []
     ready: dict[str, tuple[str, ...]] = {g: () for g in gpus}  # rank -> ids its next phase waits on
     comm = sum(kind != "compute" for kind, _ in PATTERNS[job.pattern])
-    servers = len({g.rsplit("/", 1)[0] for g in gpus})
+    servers = len({server_of(g) for g in gpus})
     extra = job.server_bytes * (servers - 1) / comm if comm else 0.0
     for it in range(job.iterations):
         for k, (kind, share) in enumerate(PATTERNS[job.pattern]):
@@ -228,14 +233,15 @@ def _rank_chained(
     """`w` released at `start`, each root also waiting on what its sending rank was doing; `extra` bytes
     more out of each server, split evenly over the root flows that leave it for another server."""
     roots = set(w.roots())
-    server = lambda node: node.rsplit("/", 1)[0]
-    leaving = Counter(server(f.src) for f in w.flows if f.id in roots and server(f.src) != server(f.dst))
+    leaving = Counter(
+        server_of(f.src) for f in w.flows if f.id in roots and server_of(f.src) != server_of(f.dst)
+    )
     fix = lambda x, rank: dataclasses.replace(
         x, start=start, after=tuple(x.after) + (ready.get(rank, ()) if x.id in roots else ())
     )
     flows = [
-        dataclasses.replace(fix(f, f.src), bytes=f.bytes + extra / leaving[server(f.src)])
-        if extra and f.id in roots and server(f.src) != server(f.dst)
+        dataclasses.replace(fix(f, f.src), bytes=f.bytes + extra / leaving[server_of(f.src)])
+        if extra and f.id in roots and server_of(f.src) != server_of(f.dst)
         else fix(f, f.src)
         for f in w.flows
     ]
@@ -267,7 +273,7 @@ def _server_level(kind: str) -> Callable[..., _ServerLevel]:
         first rank."""
         by_server: dict[str, str] = {}
         for r in ranks:
-            by_server.setdefault(r.rsplit("/", 1)[0], r)
+            by_server.setdefault(server_of(r), r)
         first = list(by_server.values())
         n = len(first)
         egress = len(ranks) / n * (1 - 1 / n) if kind == "alltoall" else bus_factor(kind, len(ranks))
