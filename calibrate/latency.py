@@ -28,7 +28,7 @@ from netsim.kernels.latency import Router
 import netsim
 from netsim.checks import write_atomic
 from netsim.data import DATA_DIR
-from netsim.latency import Load, shape_load, stack_feeds
+from netsim.latency import Load, shape_load, stack_feeds, stack_sources
 
 #: curves the coefficients are fitted on: two sizes, three packet sizes, two VC counts, uniform traffic
 TRAIN = (
@@ -112,7 +112,6 @@ def _pack(curves: list[Curve]):
     width = max(x.load.size for x in loads)
     classes = max(x.class_share.shape[0] for x in loads)
     n_rates = max(c.offered.size for c in curves)
-    n_sources = max(x.sources.shape[0] for x in loads)
 
     def pad(a, n, fill=0.0):
         return np.concatenate([a, np.full(n - a.size, fill)])
@@ -137,10 +136,7 @@ def _pack(curves: list[Curve]):
         vcs=np.array([float(c.num_vcs) for c in curves]),
         buffer=np.array([float(c.vc_buf_size) for c in curves]),
     )
-    sources = np.zeros((len(curves), n_sources, width))
-    for i, x in enumerate(loads):
-        sources[i, : x.sources.shape[0], : x.load.size] = x.sources
-    batch["sources"] = sources
+    batch["sources"] = stack_sources(loads, width)
     # BookSim's latency at its stable points (the rates it ran first), 1 at the others (masked out)
     target = np.stack([pad(pad(c.latency, c.offered.size, 1.0), n_rates, 1.0) for c in curves])
     mask = np.stack([pad(np.isin(c.offered, c.rates[c.scored]).astype(float), n_rates) for c in curves])

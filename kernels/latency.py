@@ -390,10 +390,9 @@ def accepted_rates(
             frozen = frozen | jnp.any(crossing & full[None, :], axis=1) | (x >= cap * (1 - 1e-12))
             return x, frozen, rounds + 1
 
-        # below saturation every source gets what it offers: no rounds (a batch's loop runs as long as
-        # its longest member's)
-        start = jnp.where(offered < saturation, cap, 0.0)
-        x = jax.lax.while_loop(more, round_, (start, ~real | (offered < saturation), 0))[0]
+        # below saturation (where the caller keeps the offered rate) no rounds: a batch's loop runs as
+        # long as its longest member's
+        x = jax.lax.while_loop(more, round_, (jnp.zeros_like(cap), ~real | (offered < saturation), 0))[0]
         return jnp.sum(x) / jnp.maximum(jnp.sum(real.astype(x.dtype)), 1.0)
 
     return jnp.where(rate < saturation, rate, jax.vmap(fill)(rate))

@@ -16,6 +16,7 @@ from ._model import cube_load as cube_load
 from ._model import curves as curves
 from ._model import shape_load as shape_load
 from ._model import stack_feeds as stack_feeds
+from ._model import stack_sources as stack_sources
 from ._presets import LINKS as LINKS
 from ._presets import ROUTERS as ROUTERS
 from ._presets import RouterPreset as RouterPreset

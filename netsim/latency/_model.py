@@ -107,6 +107,16 @@ def stack_feeds(loads: list[Load]) -> Feeds:
     return jax.tree.map(pad, *(x.feeds for x in loads))
 
 
+def stack_sources(loads: list[Load], width: int) -> np.ndarray:
+    """The loads' sources ([B, S, width]: each source's part of every channel's load) for one batched call,
+    padded with sources that send nothing; a load without them is one source, all of its load."""
+    own = [x.load[None, :] if x.sources is None else x.sources for x in loads]
+    out = np.zeros((len(loads), max(o.shape[0] for o in own), width))
+    for i, o in enumerate(own):
+        out[i, : o.shape[0], : o.shape[1]] = o
+    return out
+
+
 def port_mix(
     load: np.ndarray, inputs: np.ndarray, router: np.ndarray, random_port: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -191,11 +201,6 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
     ]
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile
     stacked = jax.tree.map(lambda *a: np.stack([np.asarray(x, dtype=np.float64) for x in a]), *routers)
-    # each source's part of the load (a load without one is one source, all of it), padded with zero rows
-    own = [x.load[None, :] if x.sources is None else x.sources for x in loads]
-    sources = np.zeros((len(loads), max(o.shape[0] for o in own), width))
-    for i, o in enumerate(own):
-        sources[i, : o.shape[0], : o.shape[1]] = o
     return _batched()(
         rates,  # shared by every curve (R), or a row per curve (B x R)
         load,
@@ -210,5 +215,5 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         flits,
         stacked,
         stack_feeds(loads),
-        sources,
+        stack_sources(loads, width),
     )
