@@ -185,6 +185,8 @@ def main(argv=None) -> None:
         "`netsim jobs --policy all --seeds A:B`, with bootstrap intervals) instead of one trace",
     )
     args = parser.parse_args(argv)
+    if not args.rate > 0:  # before training starts, not at its first trace
+        parser.error(f"--rate: expected job arrivals per s > 0, got {args.rate!r}")
     if args.eval_seeds is not None:  # held out: training draws its traces from seeds 1000 and up
         first, _, stop = args.eval_seeds.partition(":")
         if not (first.isdigit() and stop.isdigit() and int(first) < int(stop) <= 1000):
