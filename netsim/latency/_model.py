@@ -52,19 +52,15 @@ def cube_load(cube: Cube, pattern: str, **pattern_args) -> Load:
     """The loads of a BookSim pattern on a k-ary n-cube with dimension-order routing."""
     traffic = traffic_matrix(pattern, cube.k, cube.n, **pattern_args)
     load, inputs, wrapping, sources = cube.channel_load(traffic, by_source=True)
-    feeds = channel_feeds(inputs, cube.upstream())
+    feeds = channel_feeds(inputs.sum(axis=2), cube.upstream())
     names = tuple(cube.channel_name(c) for c in range(cube.channels)) + tuple(
         f"eject{i}" for i in range(cube.nodes)
     )
     router = np.concatenate([np.arange(cube.channels) // (2 * cube.n), np.arange(cube.nodes)])
-    contend, diverge = port_mix(load, inputs, router)
-    # a packet may use only its class's share of the VCs on router-to-router channels (not on ejection,
-    # where BookSim's torus routing lifts the dateline split), shared with the packets of its class: a
-    # packet of a class carrying share s of the channel sees s of the load on vcs / classes VCs, as much
-    # blocking as the whole load on vcs / (classes * sum_s s**2) VCs (vcs / classes where one class
-    # carries it all, vcs where two split it evenly)
+    # a packet waits at a router's input in a VC of the class it had on the channel it came by: from the
+    # injection port any VC, on a torus one dateline class, half of them
+    contend, diverge = port_mix(load, inputs, router, crowding=[1, cube.vc_classes, cube.vc_classes])
     wrapped = np.where(load > 0, wrapping / np.where(load > 0, load, 1.0), 0.0)[: cube.channels]
-    diverge[: cube.channels] *= cube.vc_classes * (wrapped**2 + (1 - wrapped) ** 2)
     exits = np.concatenate([np.zeros(cube.channels), np.ones(cube.nodes)])
     # the same split for the wait for a free VC (kernels.latency.vc_wait): on a torus the wrapping packets
     # are one class, the rest the other, each on half the VCs; ejection channels and meshes: one class
@@ -118,28 +114,37 @@ def stack_sources(loads: list[Load], width: int) -> np.ndarray:
 
 
 def port_mix(
-    load: np.ndarray, inputs: np.ndarray, router: np.ndarray, random_port: int | None = None
+    load: np.ndarray,
+    inputs: np.ndarray,
+    router: np.ndarray,
+    random_port: int | None = None,
+    crowding: list[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(contention, divergence) of each channel from inputs[c, p], the load entering channel c's router
-    (router[c]) by port p: contention 1 - sum_p share_p**2; divergence sum_p share_p * (the part of port
-    p's packets at that router that leave by another output o, each weighted by how busy o is at
-    saturation, load[o] / max(load)): a packet bound for a lightly used output rarely waits at the head of
-    the queue, so it rarely blocks the packets behind it. Idle channels get 0. random_port: a port whose
+    """(contention, divergence) of each channel from inputs[c, p, a], the load entering channel c's router
+    (router[c]) by port p in input VC class a (2-D inputs: one class): contention 1 - sum_p share_p**2;
+    divergence sum_p,a share_pa * crowding[a] * (the part of port p's packets at that router that are in
+    class a and leave by another output o, each weighted by how busy o is at saturation, load[o] /
+    max(load)). A packet bound for a lightly used output rarely waits at the head of the queue, so it
+    rarely blocks the packets behind it, and it blocks only those that share its VCs: the packets of its
+    class, on 1 / crowding[a] of the input's VCs (1: all). Idle channels get 0. random_port: a port whose
     packets arrive at random (a node serving many requesters, not smoothed by a channel before): its
     packets contend with each other too, so its share leaves the sum of squares."""
+    inputs = inputs if inputs.ndim == 3 else inputs[..., None]
+    crowding = np.ones(inputs.shape[2]) if crowding is None else np.asarray(crowding, dtype=float)
     used = load > 0
-    share = np.where(used[:, None], inputs / np.where(used, load, 1.0)[:, None], 0.0)
+    share = np.where(used[:, None, None], inputs / np.where(used, load, 1.0)[:, None, None], 0.0)
     busy = load / max(load.max(), np.finfo(float).tiny)  # no traffic at all: every channel idle
     port_total = np.zeros((router.max() + 1, inputs.shape[1]))
-    np.add.at(port_total, router, inputs)
-    # per router and port: the port's load, each output's part weighted by that output's busyness
-    busy_total = np.zeros_like(port_total)
-    np.add.at(busy_total, router, inputs * busy[:, None])
-    through = port_total[router]
-    elsewhere = (busy_total[router] - inputs * busy[:, None]) / np.where(through > 0, through, 1.0)
-    smooth = share if random_port is None else np.delete(share, random_port, axis=1)
+    np.add.at(port_total, router, inputs.sum(axis=2))
+    # per router, port and class: each output's part weighted by that output's busyness
+    busy_total = np.zeros((router.max() + 1, *inputs.shape[1:]))
+    np.add.at(busy_total, router, inputs * busy[:, None, None])
+    through = port_total[router][..., None]
+    elsewhere = (busy_total[router] - inputs * busy[:, None, None]) / np.where(through > 0, through, 1.0)
+    port_share = share.sum(axis=2)
+    smooth = port_share if random_port is None else np.delete(port_share, random_port, axis=1)
     return np.where(used, 1 - (smooth**2).sum(axis=1), 0.0), np.where(
-        used, (share * elsewhere).sum(axis=1), 0.0
+        used, (share * elsewhere * crowding).sum(axis=(1, 2)), 0.0
     )
 
 

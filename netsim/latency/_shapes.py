@@ -16,6 +16,10 @@ import numpy as np
 
 from .._errors import ScenarioError
 
+#: the VC class a packet arrived in at a router, by index: from its injection port (any VC), then BookSim's
+#: dateline classes on a torus (a mesh has the first only)
+ARRIVED = ("any", "not wrapping", "wrapping")
+
 
 @dataclasses.dataclass(frozen=True)
 class Cube:
@@ -65,8 +69,9 @@ class Cube:
         """Packets per cycle when every node injects 1 packet per cycle with pattern T[s, d].
 
         Returns (load, inputs, wrapping): load[c] on each of the channels, then on each node's ejection
-        channel; inputs[c, p] the part of it that enters its router through port p (2 * dim + direction of
-        the channel it arrived on; 2n: the router's own injection port); wrapping[c] the part of load[c]
+        channel; inputs[c, p, a] the part of it that enters its router through port p (2 * dim + direction
+        of the channel it arrived on; 2n: the router's own injection port) in VC class a (`ARRIVED`: the
+        class it had on the channel it arrived by, which holds it in an input VC there); wrapping[c] the part of load[c]
         whose ring crossing in that dimension wraps around (k-1 -> 0 or 0 -> k-1): on a torus BookSim's
         dim_order_torus puts those packets in one half of the VCs and the others in the other half, for
         the whole dimension (its dor_next_torus picks the class once, on turning into the dimension).
@@ -76,41 +81,43 @@ class Cube:
         """
         ports = 2 * self.n + 1
         total = self.channels + self.nodes
-        inputs = np.zeros(total * ports)
+        inputs = np.zeros(total * ports * len(ARRIVED))
         wrapping = np.zeros(total)
         sources = np.zeros((self.nodes, total)) if by_source else None
         for first in range(0, self.nodes, block):
             rows = np.zeros_like(traffic)
             rows[first : first + block] = traffic[first : first + block]
             part = np.zeros(block * total) if by_source else None
-            for src, channel, port, w, wraps in self._crossings(rows):
-                inputs += np.bincount(channel * ports + port, w, minlength=inputs.size)
+            for src, channel, port, came, w, wraps in self._crossings(rows):
+                inputs += np.bincount(
+                    (channel * ports + port) * len(ARRIVED) + came, w, minlength=inputs.size
+                )
                 wrapping += np.bincount(channel[wraps], w[wraps], minlength=total)
                 if by_source:
                     part += np.bincount((src - first) * total + channel, w, minlength=part.size)
             if by_source:
                 sources[first : first + block] = part.reshape(block, total)[: self.nodes - first]
-        inputs = inputs.reshape(-1, ports)
-        if by_source:
-            return inputs.sum(axis=1), inputs, wrapping, sources
-        return inputs.sum(axis=1), inputs, wrapping
+        inputs = inputs.reshape(total, ports, len(ARRIVED))
+        load = inputs.sum(axis=(1, 2))
+        return (load, inputs, wrapping, sources) if by_source else (load, inputs, wrapping)
 
     def _crossings(self, traffic: np.ndarray):
         """The channels the packets of pattern T[s, d] cross under dimension order, a step at a time: per
-        step, (source, channel, input port, weight, wraps) of every packet still moving, then their
-        ejection channels (channels + destination)."""
+        step, (source, channel, input port, class arrived in, weight, wraps) of every packet still moving,
+        then their ejection channels (channels + destination)."""
         k, n = self.k, self.n
         src, dst = np.nonzero(traffic)
         w = traffic[src, dst]
         port = np.full(src.shape, 2 * n)  # arrived from the injection port
+        came = np.zeros(src.shape, int)  # ... in any VC (ARRIVED)
         for dim in range(n):
             sx, dx = (src // k**dim) % k, (dst // k**dim) % k
             ahead = (dx - sx) % k
             if self.torus:  # the short way; both ways, half each, at a tie
                 tie = (2 * ahead == k) & (ahead > 0)
                 extra = np.flatnonzero(tie)
-                src, dst, w, port, sx, dx, ahead = (
-                    np.concatenate([a, a[extra]]) for a in (src, dst, w, port, sx, dx, ahead)
+                src, dst, w, port, came, sx, dx, ahead = (
+                    np.concatenate([a, a[extra]]) for a in (src, dst, w, port, came, sx, dx, ahead)
                 )
                 twin = np.zeros(src.size, bool)
                 twin[src.size - extra.size :] = True
@@ -132,9 +139,11 @@ class Cube:
                 x = (sx + np.where(minus, -step, step)) % k
                 channel = ((base + x * k**dim) * n + dim) * 2 + direction
                 entry = np.where(step == 0, port, 2 * dim + direction)
-                yield src[on], channel[on], entry[on], w[on], wraps[on]
+                entered = np.where(step == 0, came, 1 + wraps)
+                yield src[on], channel[on], entry[on], entered[on], w[on], wraps[on]
             port = np.where(steps > 0, 2 * dim + direction, port)
-        yield src, self.channels + dst, port, w, np.zeros(src.size, bool)
+            came = np.where(steps > 0, 1 + wraps, came)
+        yield src, self.channels + dst, port, came, w, np.zeros(src.size, bool)
 
     def upstream(self) -> np.ndarray:
         """[channels + nodes, 2n + 1]: the channel a packet entering each channel's router by each port
