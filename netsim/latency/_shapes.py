@@ -134,15 +134,15 @@ class Cube:
             # the packet moves along `dim` in the line through its current position: dims < dim are already
             # at the destination's coordinates, dims > dim still at the source's
             base = src - src % k ** (dim + 1) + dst % k**dim
+            along, held = 2 * dim + direction, 1 + wraps  # the port and class once moving along dim
             for step in range(int(steps.max(initial=0))):
-                on = step < steps
-                x = (sx + np.where(minus, -step, step)) % k
-                channel = ((base + x * k**dim) * n + dim) * 2 + direction
-                entry = np.where(step == 0, port, 2 * dim + direction)
-                entered = np.where(step == 0, came, 1 + wraps)
-                yield src[on], channel[on], entry[on], entered[on], w[on], wraps[on]
-            port = np.where(steps > 0, 2 * dim + direction, port)
-            came = np.where(steps > 0, 1 + wraps, came)
+                on = np.flatnonzero(step < steps)
+                x = (sx[on] + np.where(minus[on], -step, step)) % k
+                channel = ((base[on] + x * k**dim) * n + dim) * 2 + direction[on]
+                entry, entered = (port[on], came[on]) if step == 0 else (along[on], held[on])
+                yield src[on], channel, entry, entered, w[on], wraps[on]
+            port = np.where(steps > 0, along, port)
+            came = np.where(steps > 0, held, came)
         yield src, self.channels + dst, port, came, w, np.zeros(src.size, bool)
 
     def upstream(self) -> np.ndarray:
