@@ -133,6 +133,13 @@ def predicted():
     return {c.name: (c, got) for c, got in zip(stored, nl.latency_curves(specs), strict=True)}
 
 
+#: curves whose lowest-rate point the model misses by more than 6 %, and why (docs/latency.md)
+ZERO_LOAD_MISSES = {
+    "mesh4_uniform_ps4_vc_buf_size2": "19.3 cycles against 24.7: with 2-flit VC buffers the last two flits of a "
+    "4-flit packet wait for the first two's credits (an 8-cycle loop), which the model does not have",
+}
+
+
 def test_zero_load_by_hand_and_against_booksim(predicted):
     # mesh 8x8, 4-flit packets: base + hops x (3-cycle pipeline + 1-cycle link) + 3 flits behind the head
     curve = nl.latency_curve("mesh:8x8", "uniform", packet_size=4, rates=[1e-6])
@@ -140,10 +147,21 @@ def test_zero_load_by_hand_and_against_booksim(predicted):
     assert curve.zero_load == pytest.approx(base + 5.25 * 4 + 3)
     for c, got in predicted.values():  # BookSim's lowest-rate point is near zero load
         np.testing.assert_array_equal(got.rates, c.offered)
-        assert got.latency[0] == pytest.approx(c.latency[0], rel=0.06), c.name
+        near = got.latency[0] == pytest.approx(c.latency[0], rel=0.06)
+        assert near != (c.name in ZERO_LOAD_MISSES), c.name  # a listed miss that passes is stale
 
 
 KNOWN_MISSES = {  # curve -> why the shipped preset misses the targets there (docs/latency.md)
+    "mesh4_uniform_ps4_vc_buf_size2": "saturates 45 % late (0.1709 against 0.1176) and latency 27 % low on average "
+    "(zero load 19.3 cycles against 24.7), recorded blind: with 2-flit VC buffers a 4-flit packet's flits past "
+    "the first two wait for credits (BookSim's credit loop, 8 cycles), which the model has only as the fitted "
+    "wormhole term under contention; head-of-line blocking leaves 0.1760 of the channel limit 0.2154",
+    "mesh8_uniform_ps4_num_vcs1": "saturates 20 % early (0.0184 against 0.0229; latency within 14 % up to 0.0176), "
+    "recorded blind: with one VC per channel the VC pools, held while their packets wait downstream, fill at "
+    "0.0184 in the model, below the pools' closed-form limit 0.0416 and head-of-line blocking's 0.0618",
+    "torus8_transpose_ps4_num_vcs4": "saturates at least 19 % early (0.0255; BookSim still stable at 0.0345, 107 "
+    "cycles, the last rate run), recorded blind: with 2 VCs per dateline class the VC pools feeding the busiest "
+    "channels fill at 0.0255 in the model (closed-form 0.0408, head-of-line blocking 0.0552)",
     "torus4_bitrev_ps4": "saturates 17 % early (0.1015; BookSim at 28 and 33 cycles at 0.105 and 0.113, its most "
     "accepted 0.1289, the model's 0.1136), recorded blind: as on the 8x8 torus, the packets bound for the busiest "
     "channels wait in one dateline class's VCs at their inputs (divergence 0.89), head-of-line blocking leaves 0.1114 of the channel limit "
