@@ -71,13 +71,13 @@ class Cube:
         Returns (load, inputs, wrapping): load[c] on each of the channels, then on each node's ejection
         channel; inputs[c, p, a] the part of it that enters its router through port p (2 * dim + direction
         of the channel it arrived on; 2n: the router's own injection port) in VC class a (`ARRIVED`: the
-        class it had on the channel it arrived by, which holds it in an input VC there); wrapping[c] the part of load[c]
-        whose ring crossing in that dimension wraps around (k-1 -> 0 or 0 -> k-1): on a torus BookSim's
-        dim_order_torus puts those packets in one half of the VCs and the others in the other half, for
-        the whole dimension (its dor_next_torus picks the class once, on turning into the dimension).
-        Ties on a torus split the packet's weight between both ways. by_source: also [nodes, channels +
-        nodes], the part of each channel's load that each source injects. Sources walk `block` at a time, so
-        that each step's sums stay small (a 32x32 mesh: 1.0 s with each source's part, 0.67 s without).
+        class it had on the channel it arrived by, which holds it in an input VC there); wrapping[c] the
+        part of load[c] whose ring crossing in that dimension wraps around (k-1 -> 0 or 0 -> k-1): on a
+        torus BookSim's dim_order_torus puts those packets in one half of the VCs and the others in the
+        other half, for the whole dimension (its dor_next_torus picks the class once, on turning into the
+        dimension). Ties on a torus split the packet's weight between both ways. by_source: also [nodes,
+        channels + nodes], the part of each channel's load that each source injects. Sources walk `block`
+        at a time, so that each step's sums stay small (a 32x32 mesh: 1.0 s with each source's part).
         """
         ports = 2 * self.n + 1
         total = self.channels + self.nodes
