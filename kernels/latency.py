@@ -18,8 +18,10 @@ next router), so its utilization is rho = rate * load * holding / efficiency. A 
 latency, creation to tail ejection, is
 
     zero-load: base + hops * (pipeline + link) + (flits - 1)   (head through the routers, tail behind it)
+      + the tail's credit stalls where a packet is longer than a VC buffer (`credit_stalls`)
     + source queue: the injection channel, a slotted Geo/D/1 queue (Bernoulli arrivals, one flit per cycle),
-      which is M/D/1 with flits - 1 in place of flits
+      which is M/D/1 with S - 1 in place of S, S = the packet's flits and its credit stalls there
+      (`injection_time`: a source sends one packet at a time)
     + network queues: at each channel on its path the M/G/1 wait (kernels.queueing) of the packets that
       entered the router by other ports than its own (`contention`), at most `limit` cycles
     + VC waits: at each channel, for packets that entered by the same port as the one ahead (1 - contention,
@@ -31,7 +33,7 @@ latency, creation to tail ejection, is
       the channel before, so their wait is scaled by their arrivals' variability (`arrival_variability`)
 
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
-does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / flits), or where
+does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / S), or where
 a class's VCs are all held (`vc_saturation`; with the waits downstream in the occupancy, found by
 bisection below the others), whichever is lowest. Accepted throughput is the offered rate up to it; past
 it, with each source's part of the load (`sources`), the sources that avoid the full channels keep growing,
@@ -107,8 +109,39 @@ class Curve:
 
 
 def zero_load_latency(router: Router, hops: Float[Array, ""], flits: Float[Array, ""]) -> Float[Array, ""]:
-    """Head latency through an idle network plus the tail's serialization behind it (cycles)."""
-    return router.base + hops * (router.pipeline + router.link) + (flits - 1)
+    """Head latency through an idle network plus the tail's serialization behind it (cycles), and the
+    tail's credit stalls where a packet is longer than a VC buffer: the path moves a packet's flits no
+    faster than its slowest credit loop, a body flit's between routers (`body_loop`)."""
+    loop = body_loop(router)
+    stalls = credit_stalls(router, flits, loop, loop)
+    return router.base + hops * (router.pipeline + router.link) + (flits - 1) + stalls
+
+
+def credit_stalls(
+    router: Router, flits: Float[Array, ""], first: Float[Array, ""], later: Float[Array, ""]
+) -> Float[Array, ""]:
+    """Cycles a packet's tail loses to credits when the packet is longer than a VC buffer: past each
+    buffer-full of flits the next flit waits for the credit of the flit a buffer ahead, `first` cycles
+    after that one was sent for the first refill and `later` for the others."""
+    refills = jnp.maximum(jnp.ceil(flits / router.buffer) - 1, 0.0)
+    short = lambda loop: jnp.maximum(loop - router.buffer, 0.0)
+    return jnp.minimum(refills, 1.0) * short(first) + jnp.maximum(refills - 1, 0.0) * short(later)
+
+
+def injection_time(router: Router, flits: Float[Array, ""]) -> Float[Array, ""]:
+    """Cycles a source's injection channel spends on a packet: its flits and their credit stalls. A source
+    sends the packet at the front of its queue only (BookSim's TrafficManager), so the next one waits for
+    them. The first refill waits for the injection channel's own credits, which the source takes as they
+    arrive, without the routers' credit_delay (a 1-cycle channel each way around the first router's
+    pipeline, and the cycle that reads the credit); later ones wait for the flits a buffer ahead to leave
+    the first router, on the credits of the next (`body_loop`)."""
+    return flits + credit_stalls(router, flits, router.pipeline + 3, body_loop(router))
+
+
+def body_loop(router: Router) -> Float[Array, ""]:
+    """A body flit's credit loop between routers: `credit_loop` less the VC allocation that only a head
+    flit goes through (a cycle of the pipeline)."""
+    return credit_loop(router) - 1
 
 
 def credit_loop(router: Router) -> Float[Array, ""]:
@@ -337,7 +370,7 @@ def saturation_rate(
     busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
     servers = vc_servers(router, vc_split)
     pool = vc_saturation(load, class_share, vc_occupancy(router, service, contention, exits), servers)
-    bound = jnp.minimum(jnp.minimum(1 / busiest, 1 / flits), pool)
+    bound = jnp.minimum(jnp.minimum(1 / busiest, 1 / injection_time(router, flits)), pool)
     if feeds is None:
         return bound
     args = (load, service, contention, divergence, exits, class_share, vc_split, router, feeds)
@@ -349,7 +382,7 @@ def accepted_rates(
     sources: Float[Array, "S C"],
     per_packet: Float[Array, " C"],
     saturation: Float[Array, ""],
-    flits: Float[Array, ""],
+    injection: Float[Array, ""],
 ) -> Float[Array, " R"]:
     """Accepted packets per node per cycle at each offered rate. Below saturation every source gets what it
     offers. Past it only the sources whose packets cross a full channel are held back, each to its max-min
@@ -360,12 +393,15 @@ def accepted_rates(
     sources[s, c]: source s's packets per cycle on channel c per unit of its rate (all-zero rows:
     padding); per_packet: a channel's utilization per packet per cycle (holding / efficiency). Channels
     are scaled so that with every source at one rate the first fills at `saturation` (the VC pools and
-    head-of-line blocking included), and each source is also held to its injection channel (1 / flits).
+    head-of-line blocking included), and each source is also held to its injection channel (1 / injection,
+    the channel's cycles per packet: `injection_time`).
     Progressive filling: every unfrozen source grows until a channel fills or it reaches its cap, then
     the sources crossing full channels freeze; at most one round per source. Not differentiated (past
     saturation the latency is inf).
     """
-    sources, per_packet, saturation, flits = jax.lax.stop_gradient((sources, per_packet, saturation, flits))
+    sources, per_packet, saturation, injection = jax.lax.stop_gradient(
+        (sources, per_packet, saturation, injection)
+    )
     usage = sources * per_packet[None, :]
     real = jnp.sum(sources, axis=1) > 0
     # first channel full at `saturation` with every source at one rate
@@ -373,7 +409,7 @@ def accepted_rates(
     crossing = usage > 0
 
     def fill(offered):
-        cap = jnp.where(real, jnp.minimum(offered, 1 / flits), 0.0)
+        cap = jnp.where(real, jnp.minimum(offered, 1 / injection), 0.0)
 
         def more(state):
             _, frozen, rounds = state
@@ -434,7 +470,8 @@ def load_latency(
         vc_split: the number of classes the channel's VCs are divided among (a class uses vcs / vc_split).
         nodes: injecting nodes N: sum(load) / N is the mean number of channels a packet queues at.
         hops: router-to-router channels a packet crosses, averaged over packets.
-        flits: flits per packet (its serialization behind the head, and its time on the injection channel).
+        flits: flits per packet (its serialization behind the head, its time on the injection channel and,
+            past a VC buffer's length, its credit stalls).
         router: pipeline, channel and fitted queueing coefficients.
         feeds: where each channel's packets go next (a packet keeps its VC while it waits there); None: no
             channel's VC waits on another's.
@@ -446,14 +483,15 @@ def load_latency(
     used = (load > 0)[None, :]  # idle channels (padding) may wait inf: keep 0 * inf out of the sum
     network = jnp.sum(load[None, :] * jnp.where(used, wait, 0.0), axis=1)
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
-    source = mg1_wait(rate * flits, jnp.broadcast_to(flits - 1, rate.shape), jnp.zeros_like(rate))
+    injection = injection_time(router, flits)
+    source = mg1_wait(rate * injection, jnp.broadcast_to(injection - 1, rate.shape), jnp.zeros_like(rate))
     saturation = saturation_rate(router, *args, flits, feeds)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     accepted = jnp.minimum(rate, saturation)
     if sources is not None:
         per_packet = holding_time(router, service, contention) / channel_efficiency(router, divergence, exits)
-        accepted = accepted_rates(rate, sources, per_packet, saturation, flits)
+        accepted = accepted_rates(rate, sources, per_packet, saturation, injection)
     return Curve(
         latency=latency,
         accepted=accepted,

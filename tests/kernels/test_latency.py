@@ -66,6 +66,27 @@ def test_single_queue_against_its_formula(flits, variability):
     assert np.isinf(_one_queue(np.array([1.0 / hold]), flits, r).latency[0])
 
 
+@pytest.mark.parametrize(
+    ("flits", "buffer", "tail_stall", "injection"),
+    [
+        (4.0, 8.0, 0.0, 4.0),  # fits a buffer
+        (4.0, 2.0, 5.0, 8.0),  # one refill: a body flit's loop 7 - 2; at the source 6 - 2
+        (8.0, 2.0, 15.0, 22.0),  # three: 3 x (7 - 2); (6 - 2) + 2 x (7 - 2)
+        (4.0, 1.0, 18.0, 21.0),  # three: 3 x (7 - 1); (6 - 1) + 2 x (7 - 1)
+        (20.0, 8.0, 0.0, 20.0),  # two, but every loop is shorter than a buffer
+    ],
+)
+def test_credit_stalls_by_hand(flits, buffer, tail_stall, injection):
+    # BookSim's router (pipeline 3, 1-cycle links, credit delay 2): credit loop 8, a body flit's 7 (no VC
+    # allocation), the source's 6 (no credit delay); the injection channel then takes `injection` cycles a
+    # packet, which bounds the rate below the ejection channel's 1 / flits
+    out = _one_queue(np.array([0.1 / injection]), flits, _router(buffer=buffer))
+    assert float(out.zero_load) == pytest.approx(6.0 + (flits - 1) + tail_stall, rel=1e-12)
+    assert float(out.saturation) == pytest.approx(1 / injection, rel=1e-12)
+    source = 0.1 * (injection - 1) / (2 * (1 - 0.1))  # Geo/D/1 with `injection` slots
+    assert float(out.source_wait[0]) == pytest.approx(source, rel=1e-12)
+
+
 def test_wait_is_bounded_by_the_buffer_and_cross_port_share():
     r = _router(limit=5.0)
     out = _one_queue(np.array([0.99 / 4]), 4.0, r)
