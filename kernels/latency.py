@@ -360,17 +360,17 @@ def saturation_rate(
     exits: Float[Array, " C"],
     class_share: Float[Array, "K C"],
     vc_split: Float[Array, " C"],
-    flits: Float[Array, ""],
+    injection: Float[Array, ""],
     feeds: Feeds | None = None,
 ) -> Float[Array, ""]:
-    """Packets per node per cycle at which the busiest channel, the injection channel or some class's VCs
-    are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills below
+    """Packets per node per cycle at which the busiest channel, the injection channel (`injection` cycles
+    a packet: `injection_time`) or some class's VCs are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills below
     those closed-form bounds (`coupled_saturation`)."""
     holding = holding_time(router, service, contention)
     busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
     servers = vc_servers(router, vc_split)
     pool = vc_saturation(load, class_share, vc_occupancy(router, service, contention, exits), servers)
-    bound = jnp.minimum(jnp.minimum(1 / busiest, 1 / injection_time(router, flits)), pool)
+    bound = jnp.minimum(jnp.minimum(1 / busiest, 1 / injection), pool)
     if feeds is None:
         return bound
     args = (load, service, contention, divergence, exits, class_share, vc_split, router, feeds)
@@ -485,7 +485,7 @@ def load_latency(
     # Bernoulli arrivals, fixed packets, one flit per cycle: the slotted Geo/D/1 wait, M/D/1 with S - 1
     injection = injection_time(router, flits)
     source = mg1_wait(rate * injection, jnp.broadcast_to(injection - 1, rate.shape), jnp.zeros_like(rate))
-    saturation = saturation_rate(router, *args, flits, feeds)
+    saturation = saturation_rate(router, *args, injection, feeds)
     zero = zero_load_latency(router, hops, flits)
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     accepted = jnp.minimum(rate, saturation)

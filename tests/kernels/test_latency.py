@@ -362,12 +362,12 @@ def test_accepted_rates_are_max_min_fair(seed):
     limit = 1 / usage.sum(axis=0).max()
     saturation = limit * rng.uniform(0.5, 1.0)
     offered = saturation * rng.uniform(1.0, 4.0)
-    flits = rng.choice([1.0, 4.0])
-    got = float(_accepted(jnp.array([offered]), sources, per_packet, saturation, flits)[0])
+    injection = rng.choice([1.0, 4.0])  # cycles a packet on a source's injection channel
+    got = float(_accepted(jnp.array([offered]), sources, per_packet, saturation, injection)[0])
     # the same progressive filling in NumPy; then the conditions any max-min fair allocation meets
     scaled = usage / (saturation * usage.sum(axis=0).max())
     real = sources.sum(axis=1) > 0
-    cap = np.where(real, min(offered, 1 / flits), 0.0)
+    cap = np.where(real, min(offered, 1 / injection), 0.0)
     x, frozen = np.zeros(6), ~real
     while not frozen.all():
         grow = scaled[~frozen].sum(axis=0)
