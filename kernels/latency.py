@@ -181,6 +181,18 @@ def channel_efficiency(
     return 1 / (1 + router.blocking * divergence * vc_turnaround(router, exits) / router.vcs)
 
 
+def channel_time(
+    router: Router,
+    service: Float[Array, " C"],
+    contention: Float[Array, " C"],
+    divergence: Float[Array, " C"],
+    exits: Float[Array, " C"],
+) -> Float[Array, " C"]:
+    """Cycles of each channel's capacity a packet uses: its holding time over the usable share of the
+    channel's cycles (`channel_efficiency`); a channel is full at one packet per that many cycles."""
+    return holding_time(router, service, contention) / channel_efficiency(router, divergence, exits)
+
+
 def vc_servers(router: Router, vc_split: Float[Array, " C"]) -> Float[Array, " C"]:
     """VCs a packet's class may use on each channel: the router's VCs divided among `vc_split` classes
     (BookSim's dateline classes on a torus take half each), whole, at least 1."""
@@ -290,7 +302,7 @@ def coupled_waits(
     held for the packet's holding time and turnaround and, with `feeds`, its wait downstream, which itself
     depends on the VCs there: COUPLING_ROUNDS rounds of that fixed point, from the idle occupancy up."""
     holding = holding_time(router, service, contention)
-    rho = rate[:, None] * (load * holding / channel_efficiency(router, divergence, exits))[None, :]
+    rho = rate[:, None] * (load * channel_time(router, service, contention, divergence, exits))[None, :]
     full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
     contended = queueing_delay(
         rho, full((holding * contention)[None, :]), full(router.variability), full(router.limit)
@@ -366,8 +378,7 @@ def saturation_rate(
     """Packets per node per cycle at which the busiest channel, the injection channel (`injection` cycles
     a packet: `injection_time`) or some class's VCs are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills below
     those closed-form bounds (`coupled_saturation`)."""
-    holding = holding_time(router, service, contention)
-    busiest = jnp.max(load * holding / channel_efficiency(router, divergence, exits))
+    busiest = jnp.max(load * channel_time(router, service, contention, divergence, exits))
     servers = vc_servers(router, vc_split)
     pool = vc_saturation(load, class_share, vc_occupancy(router, service, contention, exits), servers)
     bound = jnp.minimum(jnp.minimum(1 / busiest, 1 / injection), pool)
@@ -490,7 +501,7 @@ def load_latency(
     latency = jnp.where(rate < saturation, zero + source + network / nodes, jnp.inf)
     accepted = jnp.minimum(rate, saturation)
     if sources is not None:
-        per_packet = holding_time(router, service, contention) / channel_efficiency(router, divergence, exits)
+        per_packet = channel_time(router, service, contention, divergence, exits)
         accepted = accepted_rates(rate, sources, per_packet, saturation, injection)
     return Curve(
         latency=latency,
