@@ -85,10 +85,8 @@ class Cube:
         wrapping = np.zeros(total)
         sources = np.zeros((self.nodes, total)) if by_source else None
         for first in range(0, self.nodes, block):
-            rows = np.zeros_like(traffic)
-            rows[first : first + block] = traffic[first : first + block]
             part = np.zeros(block * total) if by_source else None
-            for src, channel, port, came, w, wraps in self._crossings(rows):
+            for src, channel, port, came, w, wraps in self._crossings(traffic[first : first + block], first):
                 inputs += np.bincount(
                     (channel * ports + port) * len(ARRIVED) + came, w, minlength=inputs.size
                 )
@@ -101,13 +99,14 @@ class Cube:
         load = inputs.sum(axis=(1, 2))
         return (load, inputs, wrapping, sources) if by_source else (load, inputs, wrapping)
 
-    def _crossings(self, traffic: np.ndarray):
-        """The channels the packets of pattern T[s, d] cross under dimension order, a step at a time: per
-        step, (source, channel, input port, class arrived in, weight, wraps) of every packet still moving,
-        then their ejection channels (channels + destination)."""
+    def _crossings(self, rows: np.ndarray, first: int = 0):
+        """The channels the packets of pattern rows T[first:, d] cross under dimension order, a step at a
+        time: per step, (source, channel, input port, class arrived in, weight, wraps) of every packet still
+        moving, then their ejection channels (channels + destination)."""
         k, n = self.k, self.n
-        src, dst = np.nonzero(traffic)
-        w = traffic[src, dst]
+        src, dst = np.nonzero(rows)
+        w = rows[src, dst]
+        src = src + first
         port = np.full(src.shape, 2 * n)  # arrived from the injection port
         came = np.zeros(src.shape, int)  # ... in any VC (ARRIVED)
         for dim in range(n):
