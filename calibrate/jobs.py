@@ -42,6 +42,7 @@ from netsim.jobs import (
     deepshare_cluster,
     iteration_paces,
     job_workload,
+    server_of,
     spearman,
 )
 from netsim.workloads import concat
@@ -131,7 +132,7 @@ class JobBatch(eqx.Module):
 def _placements(jobs: Sequence[tuple[Config, int]], fabric) -> list[tuple[str, ...]]:
     """Each job spread evenly over the first servers of its key, the jobs side by side on each server."""
     gpus = fabric.gpus()
-    server = {g: g.rsplit("/", 1)[0] for g in gpus}
+    server = {g: server_of(g) for g in gpus}
     servers = list(dict.fromkeys(server.values()))
     used = {s: 0 for s in servers}
     out = []

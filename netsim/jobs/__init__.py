@@ -56,3 +56,4 @@ from ._traffic import Job as Job
 from ._traffic import Model as Model
 from ._traffic import job_workload as job_workload
 from ._traffic import load_models as load_models
+from ._traffic import server_of as server_of

@@ -10,7 +10,7 @@ from .. import ScenarioError
 from ..workloads import Fabric
 from ._traffic import Job, server_of
 
-__all__ = ["POLICIES", "Cluster", "choose", "place", "server_of"]
+__all__ = ["POLICIES", "Cluster", "choose", "place"]
 
 POLICIES = ("packed", "spread", "topology", "contention")
 
