@@ -376,8 +376,8 @@ def saturation_rate(
     feeds: Feeds | None = None,
 ) -> Float[Array, ""]:
     """Packets per node per cycle at which the busiest channel, the injection channel (`injection` cycles
-    a packet: `injection_time`) or some class's VCs are full. With `feeds`, the VCs' occupancy grows with the waits downstream, so their pool fills below
-    those closed-form bounds (`coupled_saturation`)."""
+    a packet: `injection_time`) or some class's VCs are full. With `feeds`, the VCs' occupancy grows with
+    the waits downstream, so their pool fills below those closed-form bounds (`coupled_saturation`)."""
     busiest = jnp.max(load * channel_time(router, service, contention, divergence, exits))
     servers = vc_servers(router, vc_split)
     pool = vc_saturation(load, class_share, vc_occupancy(router, service, contention, exits), servers)
