@@ -204,7 +204,8 @@ def test_job_names():
         "job_workload",
         "load_models",  # the one traffic model and the fitted models (netsim/data/job_models.json)
         "POLICIES",
-        "place",  # placement
+        "place",
+        "server_of",  # placement, and the one rule for a GPU's server
         "JobRun",
         "Schedule",
         "colocation",
