@@ -324,23 +324,30 @@ class JobEnvs:
         return np.array([best[b][1] if b in best else 0 for b in range(self.size)])
 
     def lookahead_costs(self) -> list[dict[int, float]]:
-        """Per environment, {candidate index: predicted job-seconds} for each distinct candidate of the
-        head job (the first index of a repeated placement; empty where an environment is done): the
-        candidate run forward in the fluid model with the jobs that have arrived (running, the head, the
-        queue placed FIFO by packed as GPUs free up) until all of them finish. All forks step together:
-        the groups they need at each step are one batched simulation (`Paces.fill`).
+        """Per environment, {action index: predicted job-seconds} for each distinct candidate of the
+        head job (the first index of a repeated placement) and, where a job runs, for WAIT (the head held
+        until the next completion); empty where an environment is done. Each action is run forward in
+        the fluid model with the jobs that have arrived (running, the head, the queue placed FIFO by
+        packed as GPUs free up) until all of them finish. All forks step together: the groups they need
+        at each step are one batched simulation (`Paces.fill`).
 
         Exact for the jobs it knows (the paces the environment then runs at); blind to later arrivals.
         """
         forks: list[tuple[int, int, _Episode]] = []
         for b, e in enumerate(self.episodes):
+            if e.done:
+                continue
             seen: set[frozenset[str]] = set()
-            for k, gpus in enumerate(self._candidates[b] if not e.done else ()):
+            for k, gpus in enumerate(self._candidates[b]):
                 if frozenset(gpus) not in seen:
                     seen.add(frozenset(gpus))
                     f = e.fork()
                     f.place(gpus)
                     forks.append((b, k, f))
+            if e.running:  # a fork knows no later arrival: only a completion can end its wait
+                f = e.fork()
+                f.hold = True
+                forks.append((b, WAIT, f))
         live = [f for *_, f in forks]
         while live:
             for f in live:
@@ -356,9 +363,9 @@ class JobEnvs:
         return costs
 
     def lookahead_actions(self, *, margin: float = 0.0) -> np.ndarray:
-        """Per environment, the contention-aware choice: the candidate with the fewest predicted
-        job-seconds (`lookahead_costs`) if it beats packed's by more than `margin` (a fraction), else
-        packed (also where an environment is done)."""
+        """Per environment, the contention-aware choice: the action (a candidate, or WAIT) with the
+        fewest predicted job-seconds (`lookahead_costs`) if it beats packed's by more than `margin` (a
+        fraction), else packed (also where an environment is done)."""
         packed = CANDIDATES.index("packed")
         actions = np.full(self.size, packed)
         for b, cost in enumerate(self.lookahead_costs()):

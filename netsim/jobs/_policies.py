@@ -29,8 +29,9 @@ __all__ = [
 
 #: scheduling policies of `schedule` / `netsim jobs` (FIFO, the head job placed as soon as it fits):
 #: packed, spread and topology, the environment's candidate generators; "random", uniformly random free
-#: GPUs; "contention", every candidate run forward in the fluid model over the known jobs' lifetimes,
-#: packed unless that predicts fewer job-seconds (`JobEnvs.lookahead_actions`); "greedy-contention", the
+#: GPUs; "contention", every candidate, and holding the head until the next completion, run forward in
+#: the fluid model over the known jobs' lifetimes, packed unless another predicts fewer job-seconds
+#: (`JobEnvs.lookahead_actions`; the one policy that may hold a job that fits); "greedy-contention", the
 #: candidate with the least-loaded busiest link at the decision (a snapshot of link load); and "simloop",
 #: the candidate whose simulated paces at the decision finish the running jobs soonest
 JOB_POLICIES = ("packed", "spread", "random", "topology", "contention", "greedy-contention", "simloop")

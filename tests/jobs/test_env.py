@@ -259,6 +259,33 @@ def test_lookahead_predicts_exactly_what_the_environment_then_runs():
     assert contention.mean_jct <= schedule(TOPO, jobs, policy="packed", paces=PACES).mean_jct * (1 + 1e-12)
 
 
+def test_lookahead_predicts_waiting_exactly_and_the_policy_takes_the_cheapest_action():
+    # every job arrives at 0; at the second decision a job runs, so the head may wait for its end. The
+    # wait fork's job-seconds beyond packed's equal those of the schedule "packed, wait once, then
+    # packed" beyond the packed schedule's, and the contention-aware choice is the cheapest action.
+    jobs = [dataclasses.replace(j, arrival=0.0) for j in small_trace(3)]
+    envs = JobEnvs(TOPO, [jobs], paces=PACES)
+    envs.reset()
+    packed = CANDIDATES.index("packed")
+    assert WAIT not in envs.lookahead_costs()[0]  # nothing runs: no completion to wait for
+    envs.step([packed])
+    costs = envs.lookahead_costs()[0]
+    assert WAIT in costs and packed in costs
+    decisions = {"n": 0}
+
+    def wait_second(obs, envs):
+        decisions["n"] += 1
+        return [WAIT] if decisions["n"] == 2 else envs.heuristic_actions("packed")
+
+    total = lambda s: sum(r.jct for r in s.runs)
+    plain = total(schedule(TOPO, jobs, policy="packed", paces=PACES))
+    waited = total(schedule(TOPO, jobs, policy=wait_second, paces=PACES))
+    assert waited != pytest.approx(plain, rel=1e-6)  # the wait changes the schedule
+    assert costs[WAIT] - costs[packed] == pytest.approx(waited - plain, rel=1e-9, abs=1e-9)
+    chosen = int(envs.lookahead_actions()[0])
+    assert costs[chosen] == min(costs.values())
+
+
 def test_contention_avoids_the_links_a_running_job_loads():
     # "a" spans both servers (spread): its ring loads both uplinks. "b" fits in one server: the lookahead
     # keeps it off the uplinks, and with margin 1 (no gain can be large enough) it falls back to packed.
@@ -348,6 +375,31 @@ def test_cli_jobs_smoke(tmp_path, capsys):
     assert len(data["policies"]["packed"]["jobs"]) == 3
     assert cli.main(["jobs", str(trace), "--policy", "nope", "--cluster", "2x4"]) == 2
     assert "unknown ['nope']" in capsys.readouterr().err
+
+
+def test_untrained_residual_policy_is_the_contention_policy(monkeypatch):
+    # examples/train_policy.py's policy adds a residual, zero before training, to the lookahead's
+    # predictions: untrained, its greedy choices are the contention-aware policy's, waits included
+    import sys
+    from pathlib import Path
+
+    import jax
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
+    import train_policy
+
+    from netsim.jobs import CANDIDATE_FEATURES, JOB_FEATURES
+
+    policy = train_policy.Policy(len(JOB_FEATURES), len(CANDIDATE_FEATURES), jax.random.PRNGKey(0))
+    jobs = small_trace(4)
+    with jax.numpy_dtype_promotion("standard"):
+        trained = schedule(TOPO, jobs, policy=train_policy.trained_policy(policy), paces=PACES)
+    contention = schedule(TOPO, jobs, policy="contention", paces=PACES)
+    assert contention.mean_jct < schedule(TOPO, jobs, policy="packed", paces=PACES).mean_jct  # not packed's
+    assert [(r.gpus, r.start, r.finish) for r in trained.runs] == [
+        (r.gpus, r.start, r.finish) for r in contention.runs
+    ]
+    sys.modules.pop("train_policy", None)
 
 
 @pytest.mark.slow
