@@ -96,6 +96,21 @@ _titanrtx_8x = _pcie(
     device="TITAN RTX",
 )
 
+# H100 PCIe, 8 on 2 sockets, each on its own root port, NVLink bridges in pairs (three bridges, 12
+# NVLink4 links: NVIDIA's H100 PCIe product brief). No trace of such a box ships; public figures:
+# NV12 116 GB/s, the 2-GPU all_reduce busbw over the bridges at 1-4 GiB (NVIDIA/nccl-tests issue 194)
+# -> 9.7 per link; PCIe 52.8 GB/s, device -> host copies of every GPU of an H100 server (NVIDIA/nvbandwidth
+# issue 24), for the Gen5 x16 links. The socket link keeps the m01 default (not measured for this class).
+_h100_pcie = _pcie(
+    8,
+    sockets=2,
+    nvlink_pairs=12,
+    pcie_bandwidth=52.8 * GB,
+    nvlink_bandwidth=116.0 / 12 * GB,
+    name="h100-pcie-8x-nvlink-pairs",
+    device="H100 PCIe",
+)
+
 _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "mi300x": ("8 XCD + 4 IO dies (2 x 2 mesh) + 8 HBM3 stacks", mi300x),
     "mi250x": ("2 GCDs at 200 GB/s, 4 HBM2e stacks each", mi250x),
@@ -120,6 +135,7 @@ _BUILDERS: dict[str, tuple[str, Callable[..., Topology]]] = {
     "a100-pcie-4x-nvlink-pairs": ("m08: 4 x A100 PCIe, NV12 bridges in pairs", _a100_pairs),
     "a40-8x-nv4": ("m05: 8 x A40, NV4 bridges in pairs, 2 sockets", _a40_nv4),
     "titanrtx-8x-lambda": ("m09: 8 x TITAN RTX, switch pairs, P2P off", _titanrtx_8x),
+    "h100-pcie-8x-nvlink-pairs": ("8 x H100 PCIe, NV12 bridges in pairs, 2 sockets", _h100_pcie),
     "dgx-a100": ("8 x A100 SXM on NVSwitch (222 GB/s per GPU), 8 HDR NICs", dgx_a100),
     "dgx-h100": ("8 x H100 SXM on NVSwitch (370 GB/s per GPU), 8 NDR NICs", dgx_h100),
 }

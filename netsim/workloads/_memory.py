@@ -24,6 +24,7 @@ class GpuSpec:
 GPUS: dict[str, GpuSpec] = {
     "A100": GpuSpec(312e12, 2.039e12, 80e9),
     "H100": GpuSpec(989e12, 3.35e12, 80e9),
+    "H100 PCIe": GpuSpec(756e12, 2.0e12, 80e9),
     "V100": GpuSpec(125e12, 0.9e12, 32e9),
     "A40": GpuSpec(149.7e12, 0.696e12, 48e9),
     "RTX 4090": GpuSpec(165.2e12, 1.008e12, 24e9),

@@ -111,6 +111,11 @@ def test_preset_figures_and_overrides():
     a100 = preset("a100-pcie-4x-nvlink-pairs")
     assert path_kind(a100, "gpu0", "gpu1") == "NV12" and path_kind(a100, "gpu0", "gpu2") == "SYS"
     assert bottleneck(a100, a100.route("gpu0", "gpu2")) == 21.6e9  # m08 P2P writes across pairs
+    h100 = preset("h100-pcie-8x-nvlink-pairs")  # public figures: nccl-tests#194, nvbandwidth#24
+    assert path_kind(h100, "gpu0", "gpu1") == "NV12" and path_kind(h100, "gpu0", "gpu4") == "SYS"
+    assert bottleneck(h100, h100.route("gpu0", "gpu1")) == pytest.approx(116e9)  # 12 bridged links
+    assert bottleneck(h100, h100.route("gpu0", "gpu2")) == 52.8e9  # Gen5 x16 within a socket
+    assert h100.device == "H100 PCIe"
     titan = preset("titanrtx-8x-lambda")
     assert "mem0" in node_path(titan, titan.route("gpu0", "gpu1"))  # m09: P2P unsupported
     assert preset("pcie-8gpu", p2p=False).router.p2p is False
