@@ -377,16 +377,23 @@ def test_cli_jobs_smoke(tmp_path, capsys):
     assert "unknown ['nope']" in capsys.readouterr().err
 
 
-def test_untrained_residual_policy_is_the_contention_policy(monkeypatch):
-    # examples/train_policy.py's policy adds a residual, zero before training, to the lookahead's
-    # predictions: untrained, its greedy choices are the contention-aware policy's, waits included
+@pytest.fixture
+def train_policy(monkeypatch):
+    """examples/train_policy.py as a module, dropped from sys.modules afterwards whatever the test did."""
     import sys
     from pathlib import Path
 
-    import jax
-
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
     import train_policy
+
+    yield train_policy
+    sys.modules.pop("train_policy", None)
+
+
+def test_untrained_residual_policy_is_the_contention_policy(train_policy):
+    # examples/train_policy.py's policy adds a residual, zero before training, to the lookahead's
+    # predictions: untrained, its greedy choices are the contention-aware policy's, waits included
+    import jax
 
     from netsim.jobs import CANDIDATE_FEATURES, JOB_FEATURES
 
@@ -399,19 +406,12 @@ def test_untrained_residual_policy_is_the_contention_policy(monkeypatch):
     assert [(r.gpus, r.start, r.finish) for r in trained.runs] == [
         (r.gpus, r.start, r.finish) for r in contention.runs
     ]
-    sys.modules.pop("train_policy", None)
 
 
 @pytest.mark.slow
-def test_train_policy_example_runs(monkeypatch):
+def test_train_policy_example_runs(train_policy):
     # examples/train_policy.py: one REINFORCE update on tiny traces, then its policy drives a schedule
-    import sys
-    from pathlib import Path
-
     import jax
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
-    import train_policy
 
     with jax.numpy_dtype_promotion("standard"):
         policy, paces = train_policy.train(updates=1, envs=2, jobs=3, pool=1, verbose=False)
@@ -419,4 +419,3 @@ def test_train_policy_example_runs(monkeypatch):
             paces.fabric, deepshare_trace(3, seed=5), policy=train_policy.trained_policy(policy), paces=paces
         )
     assert len(s.runs) == 3 and all(r.finish > r.start for r in s.runs)
-    sys.modules.pop("train_policy", None)
