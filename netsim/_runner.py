@@ -126,21 +126,26 @@ def vmap_run(network: Network, program: Program, **options) -> SimState:
 
 def map_points(fn: Callable, axes, args: tuple, chunk: int | None):
     """`jax.vmap(fn, in_axes=axes)(*args)`, or with `chunk`, the same in chunks of that many points run one
-    after another (`lax.map` over vmaps, the last part vmapped alone). Each point computes as in one vmap;
-    XLA may round the last bits differently in a vmap of a single point. See CHUNK_ITEMS."""
+    after another (`lax.map` over vmaps, the last part vmapped alone; with chunk 1, `lax.map` over fn itself,
+    unbatched). XLA may round the last bits of a point differently in a vmap than alone. See CHUNK_ITEMS."""
     treedef = jax.tree.structure(args)
     leaves, leaf_axes = treedef.flatten_up_to(args), treedef.flatten_up_to(axes)
     batched = [x for x, ax in zip(leaves, leaf_axes, strict=True) if ax == 0]
     n = batched[0].shape[0] if batched else 0
-    if chunk is None or n <= chunk:
-        return jax.vmap(fn, in_axes=axes)(*args)
 
-    def points(xs):
+    def rebuild(xs):  # the arguments with these batched leaves
         it = iter(xs)
-        return jax.vmap(fn, in_axes=axes)(
-            *treedef.unflatten([next(it) if ax == 0 else x for x, ax in zip(leaves, leaf_axes, strict=True)])
+        return treedef.unflatten(
+            [next(it) if ax == 0 else x for x, ax in zip(leaves, leaf_axes, strict=True)]
         )
 
+    if chunk == 1 and n:
+        # one point at a time, unbatched: a vmap of one point batches every predicate of the engine, and each
+        # cond (the frontier's, the max-min ladder's) becomes a select that runs both branches
+        return jax.lax.map(lambda xs: fn(*rebuild(xs)), batched)
+    if chunk is None or n <= chunk:
+        return jax.vmap(fn, in_axes=axes)(*args)
+    points = lambda xs: jax.vmap(fn, in_axes=axes)(*rebuild(xs))
     # explicit shapes, not lax.map(batch_size=): its reshape fails on a zero-size leaf
     whole = n // chunk * chunk
     split = [x[:whole].reshape(n // chunk, chunk, *x.shape[1:]) for x in batched]
@@ -329,12 +334,17 @@ def engine_options(compiled: Compiled, max_events: int, record: int, tolerance: 
     costs more to compile and load than those events save up to FLAT_ITEMS items, and at any size in the
     fast mode, whose windows fold the tail's completions into a few events."""
     options = {"max_events": int(max_events), "record": int(record), "tolerance": float(tolerance)}
-    program, real = compiled.program, compiled.n_flows + compiled.n_tasks  # padding items follow
-    n_items = program.route.shape[0]
-    flat = np.all(program.after == n_items) and np.unique(program.release[:real]).size <= 1
-    if flat and (n_items <= FLAT_ITEMS or tolerance > 0):
-        options["frontier"] = 0
-    return options
+    real = slice(0, compiled.n_flows + compiled.n_tasks)  # padding items follow
+    return options | frontier_option(compiled.program, real, tolerance)
+
+
+def frontier_option(program: Program, real, tolerance: float) -> dict:
+    """{"frontier": 0} where the frontier does not pay (a flat program, `engine_options`), else {}.
+    real: the items that are not padding (an index or a mask); a batched program is flat if every point is."""
+    n_items = np.shape(program.size)[-1]
+    release = np.atleast_2d(np.asarray(program.release))[:, real]
+    flat = np.all(np.asarray(program.after) == n_items) and all(np.unique(r).size <= 1 for r in release)
+    return {"frontier": 0} if flat and (n_items <= FLAT_ITEMS or tolerance > 0) else {}
 
 
 def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: float) -> SimState:
@@ -480,6 +490,8 @@ def run_batch(
         "loop": loop,
         "tolerance": tolerance,
         "chunk": chunk,
+        # padding items have no bytes in any point
+        **frontier_option(program, np.any(np.atleast_2d(np.asarray(program.size)) > 0, axis=0), tolerance),
     }
     outputs = lambda: jax.tree.structure(dict.fromkeys((*_point_outputs(keep), "status", "events"), 0))
     # simulated time is float64 (inputs too); scoped: the caller's config stays
@@ -544,9 +556,9 @@ def _point_outputs(keep: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _one_point(
-    network: Network, program: Program, *, max_events: int, keep: tuple[str, ...], loop: str, tolerance: float
+    network: Network, program: Program, *, keep: tuple[str, ...], **options
 ) -> dict[str, jax.Array]:
-    s = kernels.run(network, program, max_events=max_events, loop=loop, tolerance=tolerance)
+    s = kernels.run(network, program, **options)  # max_events, loop, tolerance[, frontier]
     out = {"status": s.status, "events": s.events}
     for k in _point_outputs(keep):
         name = k.removeprefix("checked:")
@@ -571,10 +583,13 @@ def _batch_function(
     axes: tuple[Network, Program],
     devices: tuple[jax.Device, ...],
     treedef,
+    **frontier,
 ):
     """The jitted, sharded batch function and its input shardings (cached: batches of one shape, kept
     outputs and batching pattern share one compile)."""
-    one = functools.partial(_one_point, max_events=max_events, keep=keep, loop=loop, tolerance=tolerance)
+    one = functools.partial(
+        _one_point, max_events=max_events, keep=keep, loop=loop, tolerance=tolerance, **frontier
+    )
     mesh = Mesh(np.array(devices), ("batch",))
     specs = treedef.unflatten([P("batch") if ax == 0 else P() for ax in treedef.flatten_up_to(axes)])
     # check_vma=False: the engine's loops start from replicated constants and communicate nothing,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -13,6 +14,8 @@ from scenarios import PAD, random_scenario
 
 import netsim
 from netsim import Flow, Link, Scenario, ScenarioError, SimulationError, Status, _cache, _runner
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_batch_equals_one_by_one():
@@ -192,3 +195,37 @@ def test_post_run_check_with_a_shared_program():
     fields["resource_bytes"][3, j] *= 1 - 1e-6
     fault = find_fault(network, compiled.program, fields, run.ok)
     assert (fault.point, fault.kind, fault.index) == (3, "resource", j)
+
+
+@pytest.mark.skipif(jax.devices()[0].platform != "cpu", reason="chunks are the CPU's batching rule")
+def test_points_above_a_chunk_run_unbatched_bit_for_bit_with_the_frontier():
+    """Past CHUNK_ITEMS a point runs alone (`lax.map` over the unbatched engine): the frontier's and the
+    ladder's conds stay conds, where a vmap of one point would run both branches of each; and the results
+    equal `simulate`'s bit for bit. A flat batch runs without the frontier, as `simulate` would."""
+    sc = Scenario.load(ROOT / "examples" / "pp_1f1b.json")  # items wait on items: the frontier's case
+    compiled = netsim.compile_scenario(sc, shape=netsim.Shape(items=512))
+    assert compiled.program.size.shape[-1] > 2 * netsim.kernels.frontier.FRONTIER[0]
+    scales = np.array([1.0, 0.7])
+    net = dataclasses.replace(compiled.network, capacity=compiled.network.capacity[None, :] * scales[:, None])
+    run = netsim.run_batch(net, compiled.program, max_events=compiled.max_events, keep=("finish",))
+    for k in range(len(scales)):
+        one = netsim.simulate(
+            dataclasses.replace(
+                compiled, network=dataclasses.replace(compiled.network, capacity=net.capacity[k])
+            )
+        )
+        np.testing.assert_array_equal(run["finish"][k][compiled.flow_slice], one.flow_finish)
+        assert run.events[k] == one.events
+    options = dict(max_events=compiled.max_events, keep=("finish",), loop="lax", tolerance=0.0)
+    axes = netsim.batch_axes(net, compiled.program)
+    jaxpr = str(
+        jax.make_jaxpr(lambda n, p: _runner._batched(n, p, axes=axes, chunk=1, **options))(
+            net, compiled.program
+        )
+    )
+    assert " cond[" in jaxpr
+    real = compiled.program.size > 0
+    assert _runner.frontier_option(compiled.program, real, 0.0) == {}
+    two = Scenario((Link("l", "a", "b", 1e9),), (Flow("f", "a", "b", 1e6), Flow("g", "a", "b", 2e6)))
+    flat = netsim.compile_scenario(two).program
+    assert _runner.frontier_option(netsim.stack([flat, flat]), flat.size > 0, 0.0) == {"frontier": 0}

@@ -93,9 +93,19 @@ class Paces:
         for r in getattr(fabric, "shared", ()):
             for lid in r.links:
                 self.shared.setdefault(lid, []).append(r.id)
-        self.shape = shape or Shape()
+        self.shape = shape or self._floor(fabric)
         self.cache: dict[tuple[Member, ...], tuple[float, ...]] = {}
         self.simulations = self.batches = 0
+
+    @staticmethod
+    def _floor(fabric: Fabric) -> Shape:
+        """The batches' least shape: routes as long as the fabric's longest between GPUs, and 16
+        predecessors an item (an all-to-all over G GPUs needs 2 G - 2: 14 at 8). Each size of batch then
+        compiles once, not again each time a group needs longer routes or more predecessors than any
+        before it (a 2-GPU ring first, an 8-GPU all-to-all later)."""
+        gpus = fabric.gpus() if hasattr(fabric, "gpus") else ()
+        hops = max((len(fabric.route(a, b)) for a in gpus for b in gpus if a != b), default=Shape.hops)
+        return dataclasses.replace(Shape(), hops=bucket(hops, 1), after=16)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019 (one Paces per environment family; bounded)
     def traffic(self, member: Member) -> Mapping[str, float]:

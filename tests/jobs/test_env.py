@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from test_schedule import NIC, PCIE, servers
 
+import netsim
 from netsim import NetsimError, ScenarioError, cli
 from netsim.jobs import (
     CANDIDATES,
@@ -20,9 +21,11 @@ from netsim.jobs import (
     JobEnv,
     JobEnvs,
     Paces,
+    deepshare_cluster,
     deepshare_mix,
     deepshare_trace,
     format_job_trace,
+    job_workload,
     read_job_trace,
     schedule,
 )
@@ -419,3 +422,16 @@ def test_train_policy_example_runs(train_policy):
             paces.fabric, deepshare_trace(3, seed=5), policy=train_policy.trained_policy(policy), paces=paces
         )
     assert len(s.runs) == 3 and all(r.finish > r.start for r in s.runs)
+
+
+def test_paces_start_at_a_shape_that_holds_the_fabrics_routes_and_an_all_to_all():
+    # each batch size compiles once: the first groups (a 2-GPU ring, say) do not set a shape that a later
+    # 8-GPU all-to-all over the fabric's longest routes would outgrow, recompiling every size again
+    topo = deepshare_cluster()
+    floor = Paces(topo).shape
+    two_per_server = topo.gpus()[::4]  # 4 servers of 8 GPUs
+    w, _ = job_workload(Job.of("a", "MoE", arrival=0.0, gpus=8, iterations=1), two_per_server)
+    need = netsim.compile_scenario(w.scenario(topo, name="moe")).shape
+    assert (need.hops, need.after) == (14, 14) and floor.holds(
+        dataclasses.replace(need, items=1, resources=1)
+    )
