@@ -495,7 +495,9 @@ class JobEnvs:
             )
         seen = set()
         for k, gpus in enumerate(self._candidates[b]):
-            used = {lid for a, c in self.cluster.pairs(gpus, head.pattern) for lid in self.fabric.route(a, c)}
+            used = {
+                lid for a, c in self.cluster.pairs(gpus, head.pattern) for lid in self.cluster.route(a, c)
+            }
             u = [load.get(lid, 0.0) / cap[lid] for lid in used] or [0.0]
             pairs = self.cluster.pairs(gpus, head.pattern)
             hops = sum(self.cluster.distance(a, c) for a, c in pairs) / max(1, len(pairs))

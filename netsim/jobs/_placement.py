@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 from .. import ScenarioError
@@ -23,6 +24,7 @@ class Cluster:
     gpus: tuple[str, ...]  # cluster order
     server: dict[str, str]
     hops: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
+    routes: dict[tuple[str, str], tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, fabric: Fabric, gpus: Sequence[str], server: Callable[[str], str] | None = None) -> Cluster:
@@ -58,8 +60,14 @@ class Cluster:
         if a == b:
             return 0
         if (a, b) not in self.hops:
-            self.hops[a, b] = len(self.fabric.route(a, b))
+            self.hops[a, b] = len(self.route(a, b))
         return self.hops[a, b]
+
+    def route(self, a: str, b: str) -> tuple[str, ...]:
+        """The links from GPU a to GPU b (cached)."""
+        if (a, b) not in self.routes:
+            self.routes[a, b] = tuple(self.fabric.route(a, b))
+        return self.routes[a, b]
 
     def ordered(self, chosen) -> tuple[str, ...]:
         rank = {g: i for i, g in enumerate(self.gpus)}
@@ -116,10 +124,12 @@ def choose(
     if policy == "topology":
         return min((_grow(cluster, free, seed, n, hops) for seed in free), key=hop_cost)
     if policy == "contention":
-        links = lambda pairs: {lid for a, b in pairs for lid in cluster.fabric.route(a, b)}
+        links = lambda pairs: {lid for a, b in pairs for lid in cluster.route(a, b)}
         worst = lambda ids: max((load.get(lid, 0.0) for lid in ids), default=0.0)
+        # the busiest link of a union of routes is the busiest of their busiest: one figure per pair
+        pair_worst = functools.cache(lambda a, b: worst(cluster.route(a, b)))
         step = lambda chosen, g: (
-            worst(links([(c, g) for c in chosen] + [(g, c) for c in chosen])),
+            max(max(pair_worst(c, g), pair_worst(g, c)) for c in chosen),
             hops(chosen, g),
         )
         cands = [
