@@ -154,14 +154,15 @@ def _evaluate(args: argparse.Namespace, policies: list[str]) -> int:
     if args.jobs < 1:
         raise ScenarioError(f"--jobs: expected >= 1, got {args.jobs}")
 
+    from .._progress import Progress
+
+    # runs = seeds x policies; redrawn in a terminal, a line every 10 s with rate and ETA in a log
+    bar = Progress("netsim jobs", "runs", (stop - first) * len(policies), enabled=not args.quiet)
+    started = []
+
     def progress(name, seed):
-        if not args.quiet:
-            print(
-                f"\rnetsim: seed {seed} of {first}..{stop - 1}: {name:<20}",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
+        bar.update(len(started) > 0, f"now seed {seed} of {first}..{stop - 1}: {name}")
+        started.append(seed)
 
     ev = evaluate(
         deepshare_cluster(*_cluster(args.cluster)),
@@ -171,7 +172,7 @@ def _evaluate(args: argparse.Namespace, policies: list[str]) -> int:
         arrival_rate=args.rate,
         progress=progress,
     )
-    if not args.quiet:
-        print(file=sys.stderr)
+    bar.update(1)
+    bar.close()
     print(ev.table())
     return 0

@@ -44,5 +44,8 @@ def test_cli_jobs_seeds(capsys):
     assert cli.main([*args, "--quiet", "--no-compile-cache"]) == 0
     out = capsys.readouterr().out
     assert "packed" in out and "random" in out and "2 traces: seeds 0..1, 2 jobs" in out
+    assert cli.main([*args, "--no-compile-cache"]) == 0  # progress: in a log, lines with rate and ETA
+    err = capsys.readouterr().err
+    assert "netsim jobs: 4/4 runs (100.0%)" in err and "ETA" in err and "\r" not in err
     assert cli.main(["jobs", "--seeds", "3", "--cluster", "2x4"]) == 2
     assert "--seeds: expected A:B" in capsys.readouterr().err
