@@ -167,16 +167,18 @@ def say(line: str) -> None:
 
 # --- expected compile times ---------------------------------------------------------------------------------
 
-#: rule of thumb for the engine's compile when no compile of the shape was seen here: RULE_BASE_S up to
-#: 128 padded items, then RULE_OCTAVE_S more per doubling. Measured with the frontier, one XLA thread, load
-#: ~1 (benchmarks/RESULTS.md, Round 12): 0.9 s at 224 items, 3.1 s at 1024, 5.0-5.8 s at 10240; the batched
-#: engine for 32,768 items x 16 points 7.5 s (the rule said 5, 8.3 and 10 s before the max-min ladder
-#: was shortened, and 25 s at 1024 before its loops were bounded)
+#: rule of thumb for the engine's compile when no compile of the shape was seen here, without the active-set
+#: frontier's code (up to 256 items, a small incidence matrix, or a flat program: netsim._runner.engine_options):
+#: RULE_BASE_S up to 128 padded items, RULE_OCTAVE_S more per doubling, at most FLAT_COMPILE_S. Measured at
+#: load ~1 (benchmarks/RESULTS.md): 0.9 s at 224 items (Round 12), 1.0-1.3 s at 512 items with the incidence
+#: matrix (Round 13), 2.5 s at 1024 and 3.6-4.2 s at 10240 for flat programs (Round 9)
 RULE_BASE_S, RULE_OCTAVE_S = 1.0, 0.8
-#: the engine without the active-set frontier's code (a flat program, netsim._runner.engine_options): its
-#: compile barely grows with the items (2.5 s at 1024, 3.6-4.2 s at 10240 on 2 cores at load ~1; RESULTS.md,
-#: Round 9)
 FLAT_COMPILE_S = 4.0
+#: with the frontier the compile barely grows with the items and grows with each item's width (route hops +
+#: predecessors): pp_1f1b padded to 2048 and 8192 items took 7.0-7.4 s at 4 + 2, 7.4-8.9 s at 8 + 4 and
+#: 10.0-10.1 s at 16 + 16, 4.8 and 6.4 s at 1024 items; the jobs' batched engine 5.5-9.8 s at 16 + 16
+#: (Round 13, 2 cores, load 1.1-1.8). The rule says 5.6, 6.2 and 8.2 s: within ~30 % of those.
+FRONTIER_COMPILE_S, FRONTIER_WIDTH_S = 5.0, 0.1
 _HISTORY_FILE = "compile_times.json"
 _history: dict[str, float] | None = None
 
@@ -212,26 +214,34 @@ def _record(key: str, seconds: float) -> None:
             write_atomic(path, json.dumps(history, indent=0, sort_keys=True).encode())
 
 
-def expected_compile(what: str, items: int, batch: int = 1, frontier: bool = True) -> tuple[str, float, str]:
+def expected_compile(
+    what: str, items: int, batch: int = 1, frontier: bool = False, width: int = 0
+) -> tuple[str, float, str]:
     """(history key, expected seconds, where the figure comes from) of compiling `what` for this shape;
-    frontier: whether it holds the active-set frontier's code, most of a large engine's compile."""
-    key = f"{what}|{items}|{batch}" + ("" if frontier else "|flat")
+    frontier: whether it holds the active-set frontier's code, most of a large engine's compile; width: an
+    item's route hops + predecessors in the shape."""
+    key = f"{what}|{items}|{batch}" + (f"|w{width}" if frontier else "|flat")
     history = _load_history() if _state.pulse is not None else {}
     if key in history:
         return key, history[key], "its last compile here"
-    rule = RULE_BASE_S + RULE_OCTAVE_S * max(0.0, math.log2(items / 128)) if frontier else FLAT_COMPILE_S
+    if frontier:
+        rule = FRONTIER_COMPILE_S + FRONTIER_WIDTH_S * width
+    else:
+        rule = min(RULE_BASE_S + RULE_OCTAVE_S * max(0.0, math.log2(items / 128)), FLAT_COMPILE_S)
     return key, rule, f"estimate for {items:,} items"
 
 
 @contextlib.contextmanager
-def expect_compile(what: str, items: int, batch: int = 1, frontier: bool = True) -> Iterator[None]:
+def expect_compile(
+    what: str, items: int, batch: int = 1, frontier: bool = False, width: int = 0
+) -> Iterator[None]:
     """Inside the block, an XLA compile is `what` for this shape (e.g. "the engine", 10240 items; frontier:
     see `expected_compile`): the pulse announces it with the expected time and reports the real one.
     Costs nothing without a Pulse."""
     if _state.pulse is None:
         yield
         return
-    key, seconds, source = expected_compile(what, items, batch, frontier)
+    key, seconds, source = expected_compile(what, items, batch, frontier, width)
     shape = f"{items:,} items" + (f" x {batch:,} points" if batch > 1 else "")
     previous, _state.expected = _state.expected, (f"{what} for {shape}", key, seconds, source)
     try:

@@ -347,6 +347,16 @@ def frontier_option(program: Program, real, tolerance: float) -> dict:
     return {"frontier": 0} if flat and (n_items <= FLAT_ITEMS or tolerance > 0) else {}
 
 
+def compiled_code(network: Network, program: Program, options: dict) -> dict:
+    """`expect_compile`'s frontier and width for the engine under `options`: whether it compiles the
+    frontier's code (by kernels.run's own defaults) and an item's route hops + predecessors."""
+    n_items, hops = np.shape(program.route)[-2:]
+    dense = kernels.maxmin.dense_by_default(n_items, np.shape(network.capacity)[-1])
+    loop = options.get("loop", "lax")
+    sizes = kernels.frontier.buffer_sizes(options.get("frontier"), loop=loop, dense=dense, n_items=n_items)
+    return {"frontier": bool(sizes), "width": int(hops + np.shape(program.after)[-1])}
+
+
 def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: float) -> SimState:
     """The engine's final state for one compiled scenario, on the device (`check_result` checks it)."""
     # the one compile per shape and options (engine_options), kept in memory and, when enabled, in the
@@ -354,7 +364,7 @@ def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: fl
     network, program = compiled.network, compiled.program
     options = engine_options(compiled, max_events, record, tolerance)
     args = (network, program)
-    with expect_compile("the engine", compiled.shape.items, frontier="frontier" not in options):
+    with expect_compile("the engine", compiled.shape.items, **compiled_code(network, program, options)):
         return executable(_whole, args, options, lambda: _state_tree(network, program, record))(*args)
 
 
@@ -374,7 +384,7 @@ def resume(
     # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
     options = engine_options(compiled, max_events, record, tolerance)
     args = (compiled.network, compiled.program, state, until)
-    with expect_compile("the engine", compiled.shape.items, frontier="frontier" not in options):
+    with expect_compile("the engine", compiled.shape.items, **compiled_code(*args[:2], options)):
         return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
 
@@ -498,7 +508,12 @@ def run_batch(
     with (
         jax.enable_x64(True),
         doing(f"running {n:,} points in one batch") as phase,
-        expect_compile("the batched engine", items, width if chunk is None else chunk),
+        expect_compile(
+            "the batched engine",
+            items,
+            width if chunk is None else chunk,
+            **compiled_code(net, prog, options),
+        ),
     ):
         if one_device and chunk is not None:
             padded = treedef.flatten_up_to((net, prog))

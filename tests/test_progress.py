@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import numpy as np
 
 import netsim
 from netsim import Link, Scenario, Task, _progress, _simulate
 from netsim._progress import Progress
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_progress_lines(monkeypatch, capsys):
@@ -125,6 +128,7 @@ def test_a_long_compile_is_announced_with_its_expected_time_then_its_real_one(mo
     fake, stream, p = pulse(monkeypatch)
     compile_event = "/jax/core/compile/backend_compile_duration"
     expected = _progress.RULE_BASE_S + 3 * _progress.RULE_OCTAVE_S  # 1024 items: 3 doublings above 128
+    assert expected < _progress.FLAT_COMPILE_S
     with p:
         for run, source in enumerate(
             (f"~{expected:.0f} s: estimate for 1,024 items", "~12 s: its last compile here")
@@ -154,7 +158,7 @@ def test_a_long_compile_is_announced_with_its_expected_time_then_its_real_one(mo
                 assert stream.getvalue().splitlines()[-1] == (
                     f"netsim run: compiled the engine for 1,024 items in 12.0 s (expected {source})"
                 )
-    assert _progress._history == {"the engine|1024|1": 12.0}
+    assert _progress._history == {"the engine|1024|1|flat": 12.0}
 
 
 def test_jax_compile_events_reach_the_pulse(monkeypatch):
@@ -176,10 +180,28 @@ def test_jax_compile_events_reach_the_pulse(monkeypatch):
 
 def test_engine_without_the_frontier_expects_a_short_compile():
     # a flat program's engine (netsim._runner.engine_options) compiles in a few seconds at any size; its
-    # estimate and its history entry are its own, not those of the engine with the frontier
+    # estimate and its history entry are its own, not those of the engine with the frontier, whose compile
+    # grows with an item's hops + predecessors
     from netsim._progress import FLAT_COMPILE_S, expected_compile
 
     key, seconds, _ = expected_compile("the engine", 10240, frontier=False)
     assert seconds == FLAT_COMPILE_S and key == "the engine|10240|1|flat"
-    key, seconds, _ = expected_compile("the engine", 10240)
-    assert seconds > FLAT_COMPILE_S and key == "the engine|10240|1"
+    key, narrow, _ = expected_compile("the engine", 10240, frontier=True, width=6)
+    _, wide, _ = expected_compile("the engine", 10240, frontier=True, width=32)
+    assert FLAT_COMPILE_S < narrow < wide and key == "the engine|10240|1|w6"
+
+
+def test_the_compile_message_knows_when_the_frontier_is_compiled():
+    # by kernels.run's own defaults: not at 256 items, nor with the incidence matrix, nor told frontier=0
+    from netsim import _runner
+
+    sc = netsim.Scenario.load(ROOT / "examples" / "pp_1f1b.json")
+    for items, resources, options, frontier in [
+        (256, 512, {}, False),
+        (512, 64, {}, False),  # 512 x 64 items x resources: the incidence matrix
+        (512, 512, {}, True),
+        (512, 512, {"frontier": 0}, False),
+        (512, 512, {"loop": "checkpointed"}, False),
+    ]:
+        c = netsim.compile_scenario(sc, shape=netsim.Shape(items=items, hops=8, after=4, resources=resources))
+        assert _runner.compiled_code(c.network, c.program, options) == {"frontier": frontier, "width": 12}
