@@ -342,8 +342,8 @@ def frontier_option(program: Program, real, tolerance: float) -> dict:
     """{"frontier": 0} where the frontier does not pay (a flat program, `engine_options`), else {}.
     real: the items that are not padding (an index or a mask); a batched program is flat if every point is."""
     n_items = np.shape(program.size)[-1]
-    release = np.atleast_2d(np.asarray(program.release))[:, real]
-    flat = np.all(np.asarray(program.after) == n_items) and all(np.unique(r).size <= 1 for r in release)
+    release = np.atleast_2d(np.asarray(program.release))[:, real]  # [points, real items]
+    flat = np.all(np.asarray(program.after) == n_items) and np.all(release == release[:, :1])
     return {"frontier": 0} if flat and (n_items <= FLAT_ITEMS or tolerance > 0) else {}
 
 
@@ -384,7 +384,8 @@ def resume(
     # `until` is an argument: every slice of a run (and of any run of this shape) shares one executable
     options = engine_options(compiled, max_events, record, tolerance)
     args = (compiled.network, compiled.program, state, until)
-    with expect_compile("the engine", compiled.shape.items, **compiled_code(*args[:2], options)):
+    code = compiled_code(compiled.network, compiled.program, options)
+    with expect_compile("the engine", compiled.shape.items, **code):
         return executable(_next, args, options, lambda: jax.tree.structure(state))(*args)
 
 

@@ -158,11 +158,12 @@ def _evaluate(args: argparse.Namespace, policies: list[str]) -> int:
 
     # runs = seeds x policies; redrawn in a terminal, a line every 10 s with rate and ETA in a log
     bar = Progress("netsim jobs", "runs", (stop - first) * len(policies), enabled=not args.quiet)
-    started = []
+    started = False
 
-    def progress(name, seed):
-        bar.update(len(started) > 0, f"now seed {seed} of {first}..{stop - 1}: {name}")
-        started.append(seed)
+    def progress(name, seed):  # called as each run starts: the run before it, if any, is done
+        nonlocal started
+        bar.update(int(started), f"now seed {seed} of {first}..{stop - 1}: {name}")
+        started = True
 
     ev = evaluate(
         deepshare_cluster(*_cluster(args.cluster)),
