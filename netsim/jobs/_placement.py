@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
 
 from .. import ScenarioError
 from ..workloads import Fabric
@@ -119,23 +120,24 @@ def choose(
         return cluster.ordered(_packed(cluster, free, n))
     if policy == "spread":
         return cluster.ordered(_spread(cluster, free, n))
-    hops = lambda chosen, g: sum(cluster.distance(c, g) + cluster.distance(g, c) for c in chosen)
     hop_cost = lambda c: sum(cluster.distance(a, b) for a, b in cluster.pairs(c, job.pattern))
+    # ring-neighbour hops both ways between every pair of free GPUs: a grown set's cost to add each GPU
+    hops = np.array([[cluster.distance(a, b) for b in free] for a in free])
+    hops = hops + hops.T
     if policy == "topology":
-        return min((_grow(cluster, free, seed, n, hops) for seed in free), key=hop_cost)
+        return min(
+            (_grow(cluster, free, seed, n, [(hops, np.add)]) for seed in range(len(free))), key=hop_cost
+        )
     if policy == "contention":
         links = lambda pairs: {lid for a, b in pairs for lid in cluster.route(a, b)}
         worst = lambda ids: max((load.get(lid, 0.0) for lid in ids), default=0.0)
         # the busiest link of a union of routes is the busiest of their busiest: one figure per pair
-        pair_worst = functools.cache(lambda a, b: worst(cluster.route(a, b)))
-        step = lambda chosen, g: (
-            max(max(pair_worst(c, g), pair_worst(g, c)) for c in chosen),
-            hops(chosen, g),
-        )
+        busiest = np.array([[worst(cluster.route(a, b)) if a != b else 0.0 for b in free] for a in free])
+        steps = [(np.maximum(busiest, busiest.T), np.maximum), (hops, np.add)]
         cands = [
             cluster.ordered(_packed(cluster, free, n)),
             cluster.ordered(_spread(cluster, free, n)),
-            *(_grow(cluster, free, seed, n, step) for seed in free),
+            *(_grow(cluster, free, seed, n, steps) for seed in range(len(free))),
         ]
 
         def score(c):
@@ -177,12 +179,23 @@ def _spread(cluster: Cluster, free: Sequence[str], n: int) -> list[str]:
     return out
 
 
-def _grow(cluster: Cluster, free: Sequence[str], seed: str, n: int, key) -> tuple[str, ...]:
-    """From `seed`, add the free GPU with the smallest key(chosen, gpu) until there are n."""
+def _grow(cluster: Cluster, free: Sequence[str], seed: int, n: int, steps) -> tuple[str, ...]:
+    """From free[seed], add the free GPU with the smallest cost until there are n, in cluster order.
+
+    steps: (matrix, accumulate) pairs over `free` x `free`, compared in turn (ties: the next pair, then the
+    first GPU in cluster order): a GPU's cost is matrix[c, g] accumulated over the chosen c (np.add: a sum,
+    np.maximum: the largest)."""
+    costs = [matrix[seed].copy() for matrix, _ in steps]
+    left = np.ones(len(free), bool)
+    left[seed] = False
     chosen = [seed]
-    rest = [g for g in free if g != seed]
     while len(chosen) < n:
-        best = min(rest, key=lambda g: key(chosen, g))
-        chosen.append(best)
-        rest.remove(best)
-    return cluster.ordered(chosen)
+        best = left.copy()
+        for cost in costs:
+            best &= cost == cost[best].min()
+        g = int(np.argmax(best))
+        chosen.append(g)
+        left[g] = False
+        for cost, (matrix, accumulate) in zip(costs, steps, strict=True):
+            accumulate(cost, matrix[g], out=cost)
+    return cluster.ordered(free[i] for i in chosen)

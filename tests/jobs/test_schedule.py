@@ -13,7 +13,17 @@ import pytest
 import netsim
 from netsim import ScenarioError
 from netsim.data import trace_path
-from netsim.jobs import Job, colocation, colocation_matrix, job_workload, place, run_jobs, run_placed
+from netsim.jobs import (
+    Job,
+    colocation,
+    colocation_matrix,
+    deepshare_cluster,
+    job_workload,
+    place,
+    run_jobs,
+    run_placed,
+)
+from netsim.jobs._placement import Cluster, choose
 from netsim.topology import Topology, cable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,6 +134,54 @@ def test_contention_policy_avoids_the_busiest_link():
     assert place("topology", topo, free, job, load=load) == ("n0/gpu1", "n1/gpu1")
     assert place("contention", topo, free, job, load=load) == ("n1/gpu1", "n2/gpu1")
     assert place("contention", topo, free, job) == ("n0/gpu1", "n1/gpu1")  # no load: the closest
+
+
+def _grown(cluster, free, seed, n, key):
+    """The greedy growth as first written: add the free GPU with the smallest key(chosen, gpu), the first in
+    cluster order on ties (an independent reference for `choose`'s vectorized one)."""
+    chosen, rest = [seed], [g for g in free if g != seed]
+    while len(chosen) < n:
+        best = min(rest, key=lambda g: key(chosen, g))
+        chosen.append(best)
+        rest.remove(best)
+    return cluster.ordered(chosen)
+
+
+def _choose_reference(policy, cluster, free, job, load):
+    hops = lambda chosen, g: sum(cluster.distance(c, g) + cluster.distance(g, c) for c in chosen)
+    hop_cost = lambda c: sum(cluster.distance(a, b) for a, b in cluster.pairs(c, job.pattern))
+    if policy == "topology":
+        return min((_grown(cluster, free, seed, job.gpus, hops) for seed in free), key=hop_cost)
+    worst = lambda ids: max((load.get(i, 0.0) for i in ids), default=0.0)
+    links = lambda pairs: {i for a, b in pairs for i in cluster.route(a, b)}
+    step = lambda chosen, g: (
+        max(max(worst(cluster.route(c, g)), worst(cluster.route(g, c))) for c in chosen),
+        hops(chosen, g),
+    )
+    cands = [
+        place("packed", cluster.fabric, free, job),
+        place("spread", cluster.fabric, free, job),
+        *(_grown(cluster, free, seed, job.gpus, step) for seed in free),
+    ]
+    used = lambda c: links(cluster.pairs(c, job.pattern))
+    return min(cands, key=lambda c: (worst(used(c)), sum(load.get(i, 0.0) for i in used(c)), hop_cost(c)))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_topology_and_contention_placements_match_the_greedy_reference(seed):
+    # random free sets, jobs and link loads drawn from a few values (ties are where orders could differ)
+    topo = deepshare_cluster()
+    rng = np.random.default_rng(seed)
+    gpus = topo.gpus()
+    free = [g for g in gpus if rng.random() < 0.6]
+    links = [link.id for link in topo.links]
+    load = {links[i]: float(rng.choice([1e9, 2e9, 5e9])) for i in rng.choice(len(links), 40, replace=False)}
+    cluster = Cluster.of(topo, gpus)
+    for n, pattern in [(2, "allreduce"), (4, "alltoall"), (min(8, len(free)), "allreduce")]:
+        job = Job("x", 0.0, n, 1, compute=0.1, pattern=pattern, comm_bytes=1e6)
+        for policy in ("topology", "contention"):
+            want = _choose_reference(policy, cluster, free, job, load)
+            assert choose(policy, cluster, free, job, load) == want, (policy, n, pattern)
 
 
 def test_contention_policy_shortens_jobs_on_a_fragmented_cluster():
