@@ -4,6 +4,7 @@ print points done, their rate and an ETA (one reporter, netsim._progress)."""
 from __future__ import annotations
 
 import io
+import itertools
 import re
 from pathlib import Path
 
@@ -31,6 +32,19 @@ def test_progress_lines(monkeypatch, capsys):
     quiet = netsim.simulate(scenario)  # the default prints nothing, and slicing changes no result
     assert capsys.readouterr().err == ""
     assert quiet.makespan == result.makespan and np.array_equal(quiet.task_finish, result.task_finish)
+
+
+def test_progress_first_slices_are_short(monkeypatch, capsys):
+    # slow events must not hide behind a long first slice: the first line comes after FIRST_SLICE events,
+    # and slices grow by at most 4x (the same 600-task chain: one compile with the test above)
+    tasks = [Task(f"t{i}", "gpu", 1e-3, after=(f"t{i - 1}",) if i else ()) for i in range(600)]
+    scenario = Scenario((Link("l", "a", "b", 1e9),), tasks=tasks)
+    monkeypatch.setattr(_simulate, "PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(_simulate, "PROGRESS_EVERY", 0.0)
+    netsim.simulate(scenario, progress=True)
+    events = [int(m) for m in re.findall(r"netsim: ([\d,]+) events", capsys.readouterr().err)]
+    assert events[0] == _simulate.FIRST_SLICE == 16, events
+    assert all(b <= 5 * a for a, b in itertools.pairwise(events)), events  # each slice <= 4x the last
 
 
 def test_progress_line_counts_rate_and_eta():
