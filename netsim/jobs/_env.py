@@ -146,11 +146,11 @@ class _Episode:
             self.queue.append(self.arrived)
             self.arrived += 1
 
-    def fork(self) -> _Episode:
-        """A copy that knows only the jobs arrived so far (the future is unknown to a policy): what the
-        lookahead runs forward. Its `accrued` starts at 0."""
+    def fork(self, future: Sequence[Job] = ()) -> _Episode:
+        """A copy that knows the jobs arrived so far and, of those to come, only `future` (jobs in arrival
+        order, none before the clock): what the lookahead runs forward. Its `accrued` starts at 0."""
         f = copy.copy(self)
-        f.jobs = self.jobs[: self.arrived]
+        f.jobs = self.jobs[: self.arrived] + tuple(future)
         f.queue = list(self.queue)
         f.running = {i: dataclasses.replace(r) for i, r in self.running.items()}
         f.done_at = dict(self.done_at)
@@ -323,7 +323,9 @@ class JobEnvs:
                 best[b] = (score, k)
         return np.array([best[b][1] if b in best else 0 for b in range(self.size)])
 
-    def lookahead_costs(self) -> list[dict[int, float]]:
+    def lookahead_costs(
+        self, *, future: str | Sequence[Sequence[Job]] | None = None
+    ) -> list[dict[int, float]]:
         """Per environment, {action index: predicted job-seconds} for each distinct candidate of the
         head job (the first index of a repeated placement) and, where a job runs, for WAIT (the head held
         until the next completion); empty where an environment is done. Each action is run forward in
@@ -331,8 +333,13 @@ class JobEnvs:
         packed as GPUs free up) until all of them finish. All forks step together: the groups they need
         at each step are one batched simulation (`Paces.fill`).
 
-        Exact for the jobs it knows (the paces the environment then runs at); blind to later arrivals.
+        Exact for the jobs it knows (the paces the environment then runs at); blind to later arrivals
+        unless told of some. future: None (blind); "trace": every job of each trace still to arrive (no
+        policy can know them: a bound on what foreseeing arrivals is worth, docs/jobs.md); or per
+        environment the jobs to assume will arrive (e.g. sampled from a fitted arrival model), none before
+        its clock, with ids of their own.
         """
+        told = self._future(future)
         forks: list[tuple[int, int, _Episode]] = []
         for b, e in enumerate(self.episodes):
             if e.done:
@@ -341,11 +348,11 @@ class JobEnvs:
             for k, gpus in enumerate(self._candidates[b]):
                 if frozenset(gpus) not in seen:
                     seen.add(frozenset(gpus))
-                    f = e.fork()
+                    f = e.fork(told[b])
                     f.place(gpus)
                     forks.append((b, k, f))
-            if e.running:  # a fork knows no later arrival: only a completion can end its wait
-                f = e.fork()
+            if e.running:  # a completion ends the wait (an arrival too, if the fork knows of it)
+                f = e.fork(told[b])
                 f.hold = True
                 forks.append((b, WAIT, f))
         live = [f for *_, f in forks]
@@ -362,13 +369,15 @@ class JobEnvs:
             costs[b][k] = f.accrued
         return costs
 
-    def lookahead_actions(self, *, margin: float = 0.0) -> np.ndarray:
+    def lookahead_actions(
+        self, *, margin: float = 0.0, future: str | Sequence[Sequence[Job]] | None = None
+    ) -> np.ndarray:
         """Per environment, the contention-aware choice: the action (a candidate, or WAIT) with the
-        fewest predicted job-seconds (`lookahead_costs`) if it beats packed's by more than `margin` (a
-        fraction), else packed (also where an environment is done)."""
+        fewest predicted job-seconds (`lookahead_costs`, told of `future` arrivals) if it beats packed's by
+        more than `margin` (a fraction), else packed (also where an environment is done)."""
         packed = CANDIDATES.index("packed")
         actions = np.full(self.size, packed)
-        for b, cost in enumerate(self.lookahead_costs()):
+        for b, cost in enumerate(self.lookahead_costs(future=future)):
             if cost:
                 best = min(cost, key=cost.__getitem__)
                 if cost[best] < cost[packed] * (1 - margin) * (1 - 1e-12):
@@ -384,6 +393,30 @@ class JobEnvs:
         return np.full(self.size, CANDIDATES.index(policy))
 
     # -- internals --
+
+    def _future(self, future) -> list[tuple[Job, ...]]:
+        """`lookahead_costs`' future, checked: per environment, the later arrivals its forks know."""
+        if future is None:
+            return [()] * self.size
+        if future == "trace":
+            return [e.jobs[e.arrived :] for e in self.episodes]
+        if isinstance(future, str) or len(future) != self.size:
+            raise ScenarioError(
+                f"future: expected None, 'trace' or one list of jobs per environment ({self.size}), got {future!r:.80}"
+            )
+        out = []
+        for b, (e, jobs) in enumerate(zip(self.episodes, future, strict=True)):
+            jobs = tuple(sorted(jobs, key=lambda j: j.arrival))
+            known = {j.id for j in e.jobs[: e.arrived]}
+            for j in jobs:
+                if not isinstance(j, Job) or j.arrival < e.t or j.id in known:
+                    raise ScenarioError(
+                        f"future[{b}]: expected netsim.jobs.Job items arriving at or after the clock "
+                        f"({e.t:g} s) with new ids, got {j!r:.120}"
+                    )
+                known.add(j.id)
+            out.append(jobs)
+        return out
 
     def _apply(self, b: int, e: _Episode, action) -> tuple[str, ...] | None:
         if e.done:

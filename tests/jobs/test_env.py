@@ -262,6 +262,28 @@ def test_lookahead_predicts_exactly_what_the_environment_then_runs():
     assert contention.mean_jct <= schedule(TOPO, jobs, policy="packed", paces=PACES).mean_jct * (1 + 1e-12)
 
 
+def test_clairvoyant_lookahead_knows_later_arrivals():
+    # staggered arrivals: at the first decision the myopic forks know one job; told the trace, they know
+    # the whole of it, so the packed fork's job-seconds are the packed schedule's summed JCT (the bound
+    # benchmarks/jobs_headroom.py measures a learned policy's room by)
+    jobs = small_trace(3)
+    envs = JobEnvs(TOPO, [jobs], paces=PACES)
+    envs.reset()
+    packed = CANDIDATES.index("packed")
+    seen, told = envs.lookahead_costs()[0], envs.lookahead_costs(future="trace")[0]
+    total = sum(r.jct for r in schedule(TOPO, jobs, policy="packed", paces=PACES).runs)
+    assert told[packed] == pytest.approx(total, rel=1e-9)
+    assert seen[packed] < 0.5 * told[packed]
+    later = sorted(jobs, key=lambda j: j.arrival)[envs.episodes[0].arrived :]
+    assert later and envs.lookahead_costs(future=[later])[0] == told  # the same jobs, given as a list
+    assert envs.episodes[0].t > 0
+    early = dataclasses.replace(later[0], id="early", arrival=0.0)  # before the clock
+    with pytest.raises(ScenarioError, match=r"future\[0\]: .* arriving at or after the clock"):
+        envs.lookahead_costs(future=[[early]])
+    with pytest.raises(ScenarioError, match="one list of jobs per environment"):
+        envs.lookahead_costs(future="all")
+
+
 def test_lookahead_predicts_waiting_exactly_and_the_policy_takes_the_cheapest_action():
     # every job arrives at 0; at the second decision a job runs, so the head may wait for its end. The
     # wait fork's job-seconds beyond packed's equal those of the schedule "packed, wait once, then
