@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 import threading
@@ -169,11 +168,12 @@ def say(line: str) -> None:
 
 #: rule of thumb for the engine's compile when no compile of the shape was seen here, without the active-set
 #: frontier's code (up to 256 items, a small incidence matrix, or a flat program: netsim._runner.engine_options):
-#: RULE_BASE_S up to 128 padded items, RULE_OCTAVE_S more per doubling, at most FLAT_COMPILE_S. Measured at
-#: load ~1 (benchmarks/RESULTS.md): 0.9 s at 224 items (Round 12), 1.0-1.3 s at 512 items with the incidence
-#: matrix (Round 13), 2.5 s at 1024 and 3.6-4.2 s at 10240 for flat programs (Round 9)
-RULE_BASE_S, RULE_OCTAVE_S = 1.0, 0.8
-FLAT_COMPILE_S = 4.0
+#: FLAT_BASE_S plus FLAT_LOOP_S per max-min buffer loop (`kernels.maxmin.buffer_sizes`: one up to 1024 items,
+#: 4 at 2048, 6 at 10240, 9 at 114688), each a loop XLA compiles of its own. Measured (a first `netsim run` of
+#: k=16 fat-tree random flows, fresh cache, 2 cores, load ~1; benchmarks/RESULTS.md, Round 14): 1.3 s at 224
+#: items, 1.0 at 1024, 2.6 at 2048, 3.5 at 3072, 4.0 at 4096, 2.8-4.3 at 10240, 6.9 at 114688 (tolerance
+#: 1e-2); the rule says 1.2, 1.2, 3.3, 3.3, 4.0, 4.7, 6.8 (it said 1.7, 3.4, 4, 4, 4, 4, 4)
+FLAT_BASE_S, FLAT_LOOP_S = 0.5, 0.7
 #: with the frontier the compile barely grows with the items and grows with each item's width (route hops +
 #: predecessors): pp_1f1b padded to 2048 and 8192 items took 7.0-7.4 s at 4 + 2, 7.4-8.9 s at 8 + 4 and
 #: 10.0-10.1 s at 16 + 16, 4.8 and 6.4 s at 1024 items; the jobs' batched engine 5.5-9.8 s at 16 + 16
@@ -227,7 +227,9 @@ def expected_compile(
     if frontier:
         rule = FRONTIER_COMPILE_S + FRONTIER_WIDTH_S * width
     else:
-        rule = min(RULE_BASE_S + RULE_OCTAVE_S * max(0.0, math.log2(items / 128)), FLAT_COMPILE_S)
+        from .kernels.maxmin import buffer_sizes  # the engine's own ladder (jax is imported by now)
+
+        rule = FLAT_BASE_S + FLAT_LOOP_S * len(buffer_sizes(items))
     return key, rule, f"estimate for {items:,} items"
 
 

@@ -141,8 +141,7 @@ def test_pulse_shows_the_open_bar_with_its_rate_eta_and_the_phase(monkeypatch):
 def test_a_long_compile_is_announced_with_its_expected_time_then_its_real_one(monkeypatch):
     fake, stream, p = pulse(monkeypatch)
     compile_event = "/jax/core/compile/backend_compile_duration"
-    expected = _progress.RULE_BASE_S + 3 * _progress.RULE_OCTAVE_S  # 1024 items: 3 doublings above 128
-    assert expected < _progress.FLAT_COMPILE_S
+    expected = _progress.FLAT_BASE_S + _progress.FLAT_LOOP_S  # 1024 items: one max-min buffer
     with p:
         for run, source in enumerate(
             (f"~{expected:.0f} s: estimate for 1,024 items", "~12 s: its last compile here")
@@ -187,7 +186,8 @@ def test_jax_compile_events_reach_the_pulse(monkeypatch):
         with _progress.expect_compile("a doubling", 8):
             jax.jit(lambda x: 2 * x + p.first)(np.arange(8.0)).block_until_ready()
     assert re.search(
-        rf"compiled a doubling for 8 items in \d+\.\d s \(expected ~{_progress.RULE_BASE_S:.0f} s: estimate for 8 items\)",
+        rf"compiled a doubling for 8 items in \d+\.\d s \(expected ~{_progress.FLAT_BASE_S + _progress.FLAT_LOOP_S:.0f} s: "
+        r"estimate for 8 items\)",
         stream.getvalue(),
     ), stream.getvalue()
 
@@ -196,13 +196,15 @@ def test_engine_without_the_frontier_expects_a_short_compile():
     # a flat program's engine (netsim._runner.engine_options) compiles in a few seconds at any size; its
     # estimate and its history entry are its own, not those of the engine with the frontier, whose compile
     # grows with an item's hops + predecessors
-    from netsim._progress import FLAT_COMPILE_S, expected_compile
+    from netsim._progress import FLAT_BASE_S, FLAT_LOOP_S, expected_compile
 
     key, seconds, _ = expected_compile("the engine", 10240, frontier=False)
-    assert seconds == FLAT_COMPILE_S and key == "the engine|10240|1|flat"
+    # 10240 items: buffers of 10240, 5120, 2048, 1024, 512 and 256 items, a loop each
+    assert seconds == FLAT_BASE_S + 6 * FLAT_LOOP_S and key == "the engine|10240|1|flat"
+    assert expected_compile("the engine", 1024)[1] == FLAT_BASE_S + FLAT_LOOP_S < seconds
     key, narrow, _ = expected_compile("the engine", 10240, frontier=True, width=6)
     _, wide, _ = expected_compile("the engine", 10240, frontier=True, width=32)
-    assert FLAT_COMPILE_S < narrow < wide and key == "the engine|10240|1|w6"
+    assert seconds < narrow < wide and key == "the engine|10240|1|w6"
 
 
 def test_the_compile_message_knows_when_the_frontier_is_compiled():
