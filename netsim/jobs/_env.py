@@ -400,13 +400,12 @@ class JobEnvs:
             return [()] * self.size
         if future == "trace":
             return [e.jobs[e.arrived :] for e in self.episodes]
-        if isinstance(future, str) or len(future) != self.size:
+        if isinstance(future, str) or not isinstance(future, Sequence) or len(future) != self.size:
             raise ScenarioError(
                 f"future: expected None, 'trace' or one list of jobs per environment ({self.size}), got {future!r:.80}"
             )
         out = []
         for b, (e, jobs) in enumerate(zip(self.episodes, future, strict=True)):
-            jobs = tuple(sorted(jobs, key=lambda j: j.arrival))
             known = {j.id for j in e.jobs[: e.arrived]}
             for j in jobs:
                 if not isinstance(j, Job) or j.arrival < e.t or j.id in known:
@@ -415,7 +414,7 @@ class JobEnvs:
                         f"({e.t:g} s) with new ids, got {j!r:.120}"
                     )
                 known.add(j.id)
-            out.append(jobs)
+            out.append(tuple(sorted(jobs, key=lambda j: j.arrival)))
         return out
 
     def _apply(self, b: int, e: _Episode, action) -> tuple[str, ...] | None:

@@ -121,7 +121,7 @@ def choose(
     if policy == "spread":
         return cluster.ordered(_spread(cluster, free, n))
     hop_cost = lambda c: sum(cluster.distance(a, b) for a, b in cluster.pairs(c, job.pattern))
-    # ring-neighbour hops both ways between every pair of free GPUs: a grown set's cost to add each GPU
+    # route hops between every two free GPUs, both ways: what adding a GPU to a grown set costs per member
     hops = np.array([[cluster.distance(a, b) for b in free] for a in free])
     hops = hops + hops.T
     if policy == "topology":

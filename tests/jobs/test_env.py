@@ -280,8 +280,11 @@ def test_clairvoyant_lookahead_knows_later_arrivals():
     early = dataclasses.replace(later[0], id="early", arrival=0.0)  # before the clock
     with pytest.raises(ScenarioError, match=r"future\[0\]: .* arriving at or after the clock"):
         envs.lookahead_costs(future=[[early]])
-    with pytest.raises(ScenarioError, match="one list of jobs per environment"):
-        envs.lookahead_costs(future="all")
+    for bad in ("all", [[], []], 3):
+        with pytest.raises(ScenarioError, match="one list of jobs per environment"):
+            envs.lookahead_costs(future=bad)
+    with pytest.raises(ScenarioError, match=r"future\[0\]: expected netsim.jobs.Job items"):
+        envs.lookahead_costs(future=[["j9"]])
 
 
 def test_lookahead_predicts_waiting_exactly_and_the_policy_takes_the_cheapest_action():
