@@ -1,16 +1,17 @@
-"""How much is left for a learned scheduler: the contention-aware lookahead against the same lookahead told
-every later arrival (a clairvoyant bound no policy can reach), paired on the same seeded traces.
+"""Is the lookahead short of knowing the future? The contention-aware lookahead against the same lookahead told
+every later arrival (which no policy can know), paired on the same seeded traces.
 
 The contention-aware policy (`netsim jobs --policy contention`) runs each action forward with the jobs that
 have arrived; what it cannot see is the jobs still to come, which is what a trained policy could learn
-about. The clairvoyant lookahead (`JobEnvs.lookahead_actions(future="trace")`) sees them all, so its gain
-over the myopic one bounds what foreseeing arrivals is worth to this planner. `--sampled K M` adds a
-lookahead told sampled arrivals instead: an arrival model (rate, job mix, jobs per trace) fitted on 20
-other traces (seeds 2000..2019), K samples of the next M arrivals per decision, every action scored on
-the same samples. Use seeds that no policy was tuned on (docs/jobs.md's test seeds are 0..19;
-examples/train_policy.py trains on 1000..1007).
+about. The lookahead told the trace (`JobEnvs.lookahead_actions(future="trace")`) sees them all; a planner
+that decides one job at a time can still choose worse for it, so its change is a measure, not a bound
+(docs/jobs.md). `--sampled K M` adds a lookahead told sampled arrivals instead: an arrival model (rate,
+job mix, jobs per trace) fitted on 20 other traces (seeds 2000..2019), K samples of the next M arrivals
+per decision, every action scored on the same samples. examples/train_policy.py trains on seeds 1000..1007
+and docs/jobs.md's test seeds are 0..19: neither policy here is tuned on any.
 
     python benchmarks/jobs_headroom.py --seeds 1000:1010 --jobs 20 --rate 4 --sampled 4 3
+    python benchmarks/jobs_headroom.py --seeds 0:20 --jobs 20 --rate 4
     python benchmarks/jobs_headroom.py --seeds 1000:1010 --jobs 10 --rate 0.5
 """
 
@@ -28,7 +29,7 @@ from netsim.jobs import CANDIDATES, Job, deepshare_cluster, deepshare_trace, eva
 
 
 def clairvoyant(obs, envs):
-    """The contention-aware lookahead with every job of the trace known in advance."""
+    """The contention-aware lookahead told every job of the trace in advance."""
     return envs.lookahead_actions(future="trace")
 
 

@@ -335,7 +335,7 @@ class JobEnvs:
 
         Exact for the jobs it knows (the paces the environment then runs at); blind to later arrivals
         unless told of some. future: None (blind); "trace": every job of each trace still to arrive (no
-        policy can know them: a bound on what foreseeing arrivals is worth, docs/jobs.md); or per
+        policy can know them: what foresight changes for this planner, docs/jobs.md); or per
         environment the jobs to assume will arrive (e.g. sampled from a fitted arrival model), none before
         its clock, with ids of their own.
         """

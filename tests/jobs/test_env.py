@@ -262,10 +262,10 @@ def test_lookahead_predicts_exactly_what_the_environment_then_runs():
     assert contention.mean_jct <= schedule(TOPO, jobs, policy="packed", paces=PACES).mean_jct * (1 + 1e-12)
 
 
-def test_clairvoyant_lookahead_knows_later_arrivals():
+def test_lookahead_told_the_trace_knows_later_arrivals():
     # staggered arrivals: at the first decision the myopic forks know one job; told the trace, they know
-    # the whole of it, so the packed fork's job-seconds are the packed schedule's summed JCT (the bound
-    # benchmarks/jobs_headroom.py measures a learned policy's room by)
+    # the whole of it, so the packed fork's job-seconds are the packed schedule's summed JCT (what
+    # benchmarks/jobs_headroom.py compares the blind lookahead with)
     jobs = small_trace(3)
     envs = JobEnvs(TOPO, [jobs], paces=PACES)
     envs.reset()
