@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .._progress import Progress  # loaded already by netsim.cli: no JAX
+
 
 def register(subparsers) -> None:
     """Adds the `jobs` subcommand to an argparse subparsers object."""
@@ -56,7 +58,6 @@ def register(subparsers) -> None:
 def _jobs(args: argparse.Namespace) -> int:
     from .._checks import write_atomic
     from .._errors import ScenarioError
-    from .._progress import Progress
     from ._common import check_outputs
 
     if args.generate is not None:
@@ -153,8 +154,6 @@ def _evaluate(args: argparse.Namespace, policies: list[str]) -> int:
         raise ScenarioError(f"--seeds: expected at least 2 seeds, got {args.seeds!r}")
     if args.jobs < 1:
         raise ScenarioError(f"--jobs: expected >= 1, got {args.jobs}")
-
-    from .._progress import Progress
 
     # runs = seeds x policies; redrawn in a terminal, a line every 10 s with rate and ETA in a log
     bar = Progress("netsim jobs", "runs", (stop - first) * len(policies), enabled=not args.quiet)

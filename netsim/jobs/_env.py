@@ -398,7 +398,7 @@ class JobEnvs:
         """`lookahead_costs`' future, checked: per environment, the later arrivals its forks know."""
         if future is None:
             return [()] * self.size
-        if future == "trace":
+        if isinstance(future, str) and future == "trace":
             return [e.jobs[e.arrived :] for e in self.episodes]
         if isinstance(future, str) or not isinstance(future, Sequence) or len(future) != self.size:
             raise ScenarioError(
