@@ -28,8 +28,8 @@ def register(subparsers) -> None:
     p.add_argument(
         "--policy",
         default="packed",
-        help="comma-separated policies, or 'all' (packed, spread, random, topology, contention, greedy-contention, "
-        "simloop; default packed)",
+        help="comma-separated policies, or 'all' (packed, spread, random, topology, contention, rollout, "
+        "greedy-contention, simloop; default packed)",
     )
     p.add_argument("--generate", type=int, metavar="N", help="write a seeded DeepShare-like trace of N jobs")
     p.add_argument("--seed", type=int, default=0, help="seed of --generate (default 0)")

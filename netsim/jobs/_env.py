@@ -339,22 +339,7 @@ class JobEnvs:
         environment the jobs to assume will arrive (e.g. sampled from a fitted arrival model), none before
         its clock, with ids of their own.
         """
-        told = self._future(future)
-        forks: list[tuple[int, int, _Episode]] = []
-        for b, e in enumerate(self.episodes):
-            if e.done:
-                continue
-            seen: set[frozenset[str]] = set()
-            for k, gpus in enumerate(self._candidates[b]):
-                if frozenset(gpus) not in seen:
-                    seen.add(frozenset(gpus))
-                    f = e.fork(told[b])
-                    f.place(gpus)
-                    forks.append((b, k, f))
-            if e.running:  # a completion ends the wait (an arrival too, if the fork knows of it)
-                f = e.fork(told[b])
-                f.hold = True
-                forks.append((b, WAIT, f))
+        forks = self._action_forks(self._future(future))
         live = [f for *_, f in forks]
         while live:
             for f in live:
@@ -375,14 +360,34 @@ class JobEnvs:
         """Per environment, the contention-aware choice: the action (a candidate, or WAIT) with the
         fewest predicted job-seconds (`lookahead_costs`, told of `future` arrivals) if it beats packed's by
         more than `margin` (a fraction), else packed (also where an environment is done)."""
-        packed = CANDIDATES.index("packed")
-        actions = np.full(self.size, packed)
-        for b, cost in enumerate(self.lookahead_costs(future=future)):
-            if cost:
-                best = min(cost, key=cost.__getitem__)
-                if cost[best] < cost[packed] * (1 - margin) * (1 - 1e-12):
-                    actions[b] = best
-        return actions
+        return self._cheapest(self.lookahead_costs(future=future), margin)
+
+    def rollout_costs(self) -> list[dict[int, float]]:
+        """Per environment, {action index: job-seconds} of the actions `lookahead_costs` scores, each run
+        forward with the jobs that have arrived as the contention-aware policy itself would go on
+        (`lookahead_actions` at every later decision), not FIFO by packed: a rollout of that policy. Where
+        every job has arrived, taking the cheapest action at each decision never does worse than the
+        policy (its own action is among them, at exactly the cost of following it; Bertsekas' rollout).
+        The forks of all environments are the environments of one inner `JobEnvs`, so their simulations
+        batch; each of its steps runs a lookahead, so this costs about a whole schedule per decision."""
+        forks = self._action_forks([()] * self.size)
+        inner = copy.copy(self)
+        inner.traces = tuple(range(len(forks)))
+        inner.episodes = [f for *_, f in forks]
+        inner._settle(inner.episodes)
+        spent = [f.accrued for f in inner.episodes]
+        while not all(f.done for f in inner.episodes):
+            infos = inner.step(inner.lookahead_actions())[3]
+            spent = [s + info["jct_accrued"] for s, info in zip(spent, infos, strict=True)]
+        costs: list[dict[int, float]] = [{} for _ in self.episodes]
+        for (b, k, _), s in zip(forks, spent, strict=True):
+            costs[b][k] = s
+        return costs
+
+    def rollout_actions(self, *, margin: float = 0.0) -> np.ndarray:
+        """Per environment, the action with the fewest job-seconds by `rollout_costs` if it beats packed's
+        by more than `margin` (a fraction), else packed."""
+        return self._cheapest(self.rollout_costs(), margin)
 
     def heuristic_actions(self, policy: str) -> np.ndarray:
         """Action index of placement policy `policy` (one of CANDIDATES) in every environment."""
@@ -393,6 +398,38 @@ class JobEnvs:
         return np.full(self.size, CANDIDATES.index(policy))
 
     # -- internals --
+
+    def _action_forks(self, told: Sequence[Sequence[Job]]) -> list[tuple[int, int, _Episode]]:
+        """(environment, action, fork with the action taken) for each distinct candidate of every
+        environment's head job and, where a job runs, WAIT; the forks know `told[b]` of the jobs to come."""
+        forks = []
+        for b, e in enumerate(self.episodes):
+            if e.done:
+                continue
+            seen: set[frozenset[str]] = set()
+            for k, gpus in enumerate(self._candidates[b]):
+                if frozenset(gpus) not in seen:
+                    seen.add(frozenset(gpus))
+                    f = e.fork(told[b])
+                    f.place(gpus)
+                    forks.append((b, k, f))
+            if e.running:  # a completion ends the wait (an arrival too, if the fork knows of it)
+                f = e.fork(told[b])
+                f.hold = True
+                forks.append((b, WAIT, f))
+        return forks
+
+    def _cheapest(self, costs: list[dict[int, float]], margin: float) -> np.ndarray:
+        """Per environment, the cheapest action if it beats packed's cost by more than `margin`, else
+        packed (also where an environment is done)."""
+        packed = CANDIDATES.index("packed")
+        actions = np.full(self.size, packed)
+        for b, cost in enumerate(costs):
+            if cost:
+                best = min(cost, key=cost.__getitem__)
+                if cost[best] < cost[packed] * (1 - margin) * (1 - 1e-12):
+                    actions[b] = best
+        return actions
 
     def _future(self, future) -> list[tuple[Job, ...]]:
         """`lookahead_costs`' future, checked: per environment, the later arrivals its forks know."""

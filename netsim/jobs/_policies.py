@@ -31,10 +31,21 @@ __all__ = [
 #: packed, spread and topology, the environment's candidate generators; "random", uniformly random free
 #: GPUs; "contention", every candidate, and holding the head until the next completion, run forward in
 #: the fluid model over the known jobs' lifetimes, packed unless another predicts fewer job-seconds
-#: (`JobEnvs.lookahead_actions`; the one policy that may hold a job that fits); "greedy-contention", the
-#: candidate with the least-loaded busiest link at the decision (a snapshot of link load); and "simloop",
-#: the candidate whose simulated paces at the decision finish the running jobs soonest
-JOB_POLICIES = ("packed", "spread", "random", "topology", "contention", "greedy-contention", "simloop")
+#: (`JobEnvs.lookahead_actions`); "rollout", the same actions each run forward as "contention" itself would
+#: go on (`JobEnvs.rollout_actions`: a lookahead at every later decision of every fork); both may hold a
+#: job that fits; "greedy-contention", the candidate with the least-loaded busiest link at the decision (a
+#: snapshot of link load); and "simloop", the candidate whose simulated paces at the decision finish the
+#: running jobs soonest
+JOB_POLICIES = (
+    "packed",
+    "spread",
+    "random",
+    "topology",
+    "contention",
+    "rollout",
+    "greedy-contention",
+    "simloop",
+)
 #: the policies that place without simulating: the baselines of `policy_table`'s "vs best / worst"
 HEURISTICS = ("packed", "spread", "random", "topology", "greedy-contention")
 
@@ -62,8 +73,8 @@ def schedule(
         paces: a `Paces` to share simulated paces between calls on one fabric.
         progress: called after each decision with (jobs finished, jobs, simulated time).
         seed: of the "random" policy.
-        margin: of the "contention" policy: the fraction of predicted job-seconds by which a candidate
-            must beat packed to be chosen.
+        margin: of the "contention" and "rollout" policies: the fraction of predicted job-seconds by which
+            an action must beat packed to be chosen.
 
     Returns:
         a Schedule whose runs have no iteration_finish and whose result is None (no joint simulation).
@@ -79,6 +90,8 @@ def schedule(
             actions = envs.simloop_actions()
         elif policy == "contention":
             actions = envs.lookahead_actions(margin=margin)
+        elif policy == "rollout":
+            actions = envs.rollout_actions(margin=margin)
         elif policy == "greedy-contention":
             actions = envs.heuristic_actions("contention")
         elif policy == "random":
