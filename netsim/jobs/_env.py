@@ -370,7 +370,7 @@ class JobEnvs:
         policy (its own action is among them, at exactly the cost of following it; Bertsekas' rollout).
         The forks of all environments are the environments of one inner `JobEnvs`, so their simulations
         batch; each of its steps runs a lookahead, so this costs about a whole schedule per decision."""
-        forks = self._action_forks([()] * self.size)
+        forks = self._action_forks(self._future(None))  # blind to later arrivals, as the policy is
         inner = copy.copy(self)
         inner.traces = tuple(range(len(forks)))
         inner.episodes = [f for *_, f in forks]

@@ -120,6 +120,8 @@ def choose(
         return cluster.ordered(_packed(cluster, free, n))
     if policy == "spread":
         return cluster.ordered(_spread(cluster, free, n))
+    if policy not in ("topology", "contention"):
+        raise ScenarioError(f"policy: unknown placement policy {policy!r}; expected one of {list(POLICIES)}")
     hop_cost = lambda c: sum(cluster.distance(a, b) for a, b in cluster.pairs(c, job.pattern))
     # route hops between every two free GPUs, both ways: what adding a GPU to a grown set costs per member
     hops = np.array([[cluster.distance(a, b) for b in free] for a in free])
@@ -128,24 +130,22 @@ def choose(
         return min(
             (_grow(cluster, free, seed, n, [(hops, np.add)]) for seed in range(len(free))), key=hop_cost
         )
-    if policy == "contention":
-        links = lambda pairs: {lid for a, b in pairs for lid in cluster.route(a, b)}
-        worst = lambda ids: max((load.get(lid, 0.0) for lid in ids), default=0.0)
-        # the busiest link of a union of routes is the busiest of their busiest: one figure per pair
-        busiest = np.array([[worst(cluster.route(a, b)) if a != b else 0.0 for b in free] for a in free])
-        steps = [(np.maximum(busiest, busiest.T), np.maximum), (hops, np.add)]
-        cands = [
-            cluster.ordered(_packed(cluster, free, n)),
-            cluster.ordered(_spread(cluster, free, n)),
-            *(_grow(cluster, free, seed, n, steps) for seed in range(len(free))),
-        ]
+    links = lambda pairs: {lid for a, b in pairs for lid in cluster.route(a, b)}
+    worst = lambda ids: max((load.get(lid, 0.0) for lid in ids), default=0.0)
+    # the busiest link of a union of routes is the busiest of their busiest: one figure per pair
+    busiest = np.array([[worst(cluster.route(a, b)) if a != b else 0.0 for b in free] for a in free])
+    steps = [(np.maximum(busiest, busiest.T), np.maximum), (hops, np.add)]
+    cands = [
+        cluster.ordered(_packed(cluster, free, n)),
+        cluster.ordered(_spread(cluster, free, n)),
+        *(_grow(cluster, free, seed, n, steps) for seed in range(len(free))),
+    ]
 
-        def score(c):
-            used = links(cluster.pairs(c, job.pattern))
-            return (worst(used), sum(load.get(lid, 0.0) for lid in used), hop_cost(c))
+    def score(c):
+        used = links(cluster.pairs(c, job.pattern))
+        return (worst(used), sum(load.get(lid, 0.0) for lid in used), hop_cost(c))
 
-        return min(cands, key=score)
-    raise ScenarioError(f"policy: unknown placement policy {policy!r}; expected one of {list(POLICIES)}")
+    return min(cands, key=score)
 
 
 def _by_server(cluster: Cluster, free: Sequence[str]) -> dict[str, list[str]]:
