@@ -186,6 +186,13 @@ class _Episode:
 
 # --- the environments ------------------------------------------------------------------------------
 
+
+def check_margin(margin) -> None:
+    """A lookahead's `margin`: a fraction in [0, 1] (1: no gain is large enough, always packed)."""
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0.0 <= margin <= 1.0:
+        raise ScenarioError(f"margin: expected a fraction in [0, 1], got {margin!r}")
+
+
 Trace = Sequence[Job] | Callable[[int], Sequence[Job]]
 Reward = Callable[[Mapping[str, Any]], float]
 
@@ -360,6 +367,7 @@ class JobEnvs:
         """Per environment, the contention-aware choice: the action (a candidate, or WAIT) with the
         fewest predicted job-seconds (`lookahead_costs`, told of `future` arrivals) if it beats packed's by
         more than `margin` (a fraction), else packed (also where an environment is done)."""
+        check_margin(margin)
         return self._cheapest(self.lookahead_costs(future=future), margin)
 
     def rollout_costs(self) -> list[dict[int, float]]:
@@ -387,6 +395,7 @@ class JobEnvs:
     def rollout_actions(self, *, margin: float = 0.0) -> np.ndarray:
         """Per environment, the action with the fewest job-seconds by `rollout_costs` if it beats packed's
         by more than `margin` (a fraction), else packed."""
+        check_margin(margin)
         return self._cheapest(self.rollout_costs(), margin)
 
     def heuristic_actions(self, policy: str) -> np.ndarray:

@@ -13,7 +13,7 @@ from .. import ScenarioError
 from .._checks import atomic_path, to_json, write_atomic
 from ..workloads import Fabric
 from ._deepshare import DEEPSHARE_REFERENCE
-from ._env import JobEnvs
+from ._env import JobEnvs, check_margin
 from ._paces import Paces
 from ._schedule import Schedule
 from ._traffic import Job
@@ -81,6 +81,7 @@ def schedule(
     """
     if isinstance(policy, str) and policy not in JOB_POLICIES:
         raise ScenarioError(f"policy: unknown {policy!r}; expected one of {list(JOB_POLICIES)} or a function")
+    check_margin(margin)
     envs = JobEnvs(fabric, [list(jobs)], gpus=gpus, server=server, paces=paces)
     obs, _ = envs.reset([0])
     done = envs.episodes[0].done

@@ -372,6 +372,11 @@ def test_contention_avoids_the_links_a_running_job_loads():
     assert costs[chosen] == min(costs.values())
     assert len({g.split("/")[0] for g in envs.candidates()[chosen]}) == 1
     assert int(envs.lookahead_actions(margin=1.0)[0]) == CANDIDATES.index("packed")
+    for bad in (-0.1, 1.5, float("nan"), "0.1", None):
+        with pytest.raises(ScenarioError, match=r"margin: expected a fraction in \[0, 1\], got"):
+            envs.lookahead_actions(margin=bad)
+    with pytest.raises(ScenarioError, match="margin: expected a fraction"):
+        schedule(TOPO, [a, b], policy="rollout", paces=PACES, margin=2.0)
 
 
 def test_random_policy_is_seeded_and_places_on_free_gpus():
