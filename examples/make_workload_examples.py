@@ -53,24 +53,29 @@ SPIPE_NODE_GPUS = 4
 
 
 class SPipeMachine(NamedTuple):
-    """One of SPipe's clusters. `flops` (sustained FLOP/s) and `step_time` (CPU s to step one GPU's share of
-    the 10B model; other models scale it by their parameters per GPU) are the two fitted numbers, both on that
-    machine's Megatron 10B seq-1024 row alone: the model's GPU pipeline takes its gpu_latency and its
-    non-GPU time is its elapsed - gpu_latency. Every other row of the machine is a prediction."""
+    """One of SPipe's clusters, with three fitted numbers, all on that machine's 10B seq-1024 rows: `flops`
+    (sustained FLOP/s) and `step_time` (CPU s to step one GPU's share of the 10B model; other models scale it
+    by their parameters per GPU) on the Megatron row alone (the model's GPU pipeline takes its gpu_latency
+    and its non-GPU time its elapsed - gpu_latency), then `step_stall` (`Offload.step_stall`: the GPU time
+    a step costs the GPUs driven from its NUMA node, found by bisection) on the SPipe row's gpu_latency.
+    Every other row of the machine is a prediction."""
 
     server: dict  # pcie_server keywords; GPU i sits in NUMA node i x nodes // 4, as the scripts bind it
     flops: float
     step_time: float
+    step_stall: float
 
 
 SPIPE_MACHINES = {
     # V100s on PCIe Gen3 x16, process i bound to its own NUMA node (`numactl --cpunodebind 3-i`)
     "spipe-v100": SPipeMachine(
-        dict(sockets=1, numa_per_socket=4, pcie_bandwidth=12e9, device="V100"), 64.9e12, 5.04
+        dict(sockets=1, numa_per_socket=4, pcie_bandwidth=12e9, device="V100"), 64.9e12, 5.04, 0.0404
     ),
     # RTX 3090s (PCIe Gen4 x16; the host's generation is not stated), two processes per NUMA node
-    # (`numactl --cpunodebind i/2`), so two GPUs' steps share each node's CPU
-    "spipe-3090": SPipeMachine(dict(sockets=2, pcie_bandwidth=24e9, device="RTX 3090"), 55.7e12, 2.36),
+    # (`numactl --cpunodebind i/2`), so two GPUs' steps share each node's CPU and stall both GPUs
+    "spipe-3090": SPipeMachine(
+        dict(sockets=2, pcie_bandwidth=24e9, device="RTX 3090"), 55.7e12, 2.36, 0.1212
+    ),
 }
 # Both runs use SPipe's runtime: parameters in host memory, fetched per model chunk, each chunk's gradients
 # offloaded as its backward ends. The baseline (`-j 1f1b_offload -f 2`) is interleaved 1F1B with 2 chunks per
@@ -209,6 +214,7 @@ def offload_pipeline(how: str, seq_len: int = 1024, *, machine: str = "spipe-v10
         memory={g: f"{pre}mem{n}" for g, (pre, n) in host.items()},
         cpu={g: f"{pre}cpu{n}" for g, (pre, n) in host.items()},
         step_time=spec.step_time * stage.parameters / spipe_stage("10").parameters,
+        step_stall=spec.step_stall,
         **kw,
     )
     return pipeline(
@@ -377,7 +383,7 @@ def plot_spipe(points: dict[str, list[tuple[float, float, float]]], out: str) ->
     ax.set_ylim(lo, hi)
     ax.set_xlabel("measured Megatron / SPipe iteration time")
     ax.set_ylabel("predicted")
-    ax.set_title("SPipe's 27 rows, two numbers fitted per machine (dotted: ±10 %)", fontsize=9)
+    ax.set_title("SPipe's 27 rows, three numbers fitted per machine (dotted: ±10 %)", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
@@ -390,7 +396,7 @@ def report(plot: str | None = None) -> None:
     rows = [dict(zip(spipe.columns, r, strict=True)) for r in spipe.rows]
     print(
         "\nSPipe's rows, measured -> model (s; GPU = gpu_latency / the model's GPU pipeline), each machine fitted "
-        "on its Megatron 10B seq-1024 row alone;\nbound: the ratio if SPipe hid all CPU work (the model's "
+        "on its 10B seq-1024 rows (Megatron: FLOP/s, step time; SPipe's GPU time: the step stall);\nbound: the ratio if SPipe hid all CPU work (the model's "
         "Megatron elapsed / its GPU pipeline)"
     )
     print(

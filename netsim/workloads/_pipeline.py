@@ -223,6 +223,11 @@ class Offload:
             overlapping (not used by other schedules with host_parameters, which move each chunk's
             gradients in one piece).
         host_parameters: parameters in host memory, fetched before use (see above).
+        step_stall: GPU seconds each GPU driven from a CPU loses per second of optimizer step on that CPU,
+            in [0, 1): the step's threads take cores from the processes that launch the GPUs' kernels and
+            copies. Charged as a task of step_stall x the step's time on each such GPU from the step's
+            start, sharing the GPU with its compute, so a GPU that is idle meanwhile loses nothing. 0 (the
+            default): steps cost the GPUs nothing.
     """
 
     memory: str | Mapping[str, str]
@@ -231,12 +236,17 @@ class Offload:
     overlap: bool = True
     pieces: int = 4
     host_parameters: bool = False
+    step_stall: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(
             self, "step_time", quantity(self.step_time, "time", "Offload.step_time", positive=True)
         )
         _count(self.pieces, "Offload.pieces")
+        stall = number(self.step_stall, "Offload.step_stall")
+        if stall >= 1:
+            raise ScenarioError(f"Offload.step_stall: must be < 1, got {self.step_stall!r}")
+        object.__setattr__(self, "step_stall", stall)
 
     def memory_of(self, gpu: str) -> str:
         return _lookup(self.memory, gpu, "Offload.memory")
@@ -736,6 +746,17 @@ def _offload(
     """
     flows: list[Flow] = []
     tasks: list[Task] = []
+    served: dict[str, list[str]] = {}  # CPU -> the GPUs whose processes run on it
+    for row in rows:
+        for gpu in row:
+            served.setdefault(off.cpu_of(gpu), []).append(gpu)
+
+    def step(task_id: str, cpu: str, duration: float, after: tuple[str, ...]) -> None:
+        tasks.append(Task(task_id, cpu, duration, after=after))
+        if off.step_stall:
+            stall = off.step_stall * duration
+            tasks.extend(Task(f"{task_id}/stall.{g}", g, stall, after=after) for g in served[cpu])
+
     barrier = tuple(i for ids in done.values() for i in ids)
     pieces = off.pieces if off.overlap else 1
     share = 1 if chunks is None else chunks
@@ -750,7 +771,7 @@ def _offload(
                     d2h = (f"r{r}/offload.s{unit}/d2h",)
                     flows.append(Flow(d2h[0], gpu, mem, costs.gradient_bytes / chunks, after=after))
                 wait = d2h if off.overlap else (*d2h, *barrier)
-                tasks.append(Task(f"r{r}/offload.d{d}/step", cpu, off.step_time, after=wait))
+                step(f"r{r}/offload.d{d}/step", cpu, off.step_time, wait)
                 continue
             prev = {"d2h": (), "step": (), "h2d": ()}  # the copy stream's and the CPU thread's last item
             for unit in units:
@@ -758,18 +779,16 @@ def _offload(
                 prev["d2h"] = (*(tuple(done[unit]) if off.overlap else barrier), *prev["d2h"])
                 for i in range(pieces):
                     sfx = f".{i}" if pieces > 1 else ""
-                    d2h, step, h2d = f"{pre}/d2h{sfx}", f"{pre}/step{sfx}", f"{pre}/h2d{sfx}"
+                    d2h, step_id, h2d = f"{pre}/d2h{sfx}", f"{pre}/step{sfx}", f"{pre}/h2d{sfx}"
                     flows.append(
                         Flow(d2h, gpu, mem, costs.gradient_bytes / (share * pieces), after=prev["d2h"])
                     )
-                    tasks.append(
-                        Task(step, cpu, off.step_time / (share * pieces), after=(d2h, *prev["step"]))
-                    )
+                    step(step_id, cpu, off.step_time / (share * pieces), (d2h, *prev["step"]))
                     if chunks is None:
                         flows.append(
-                            Flow(h2d, mem, gpu, costs.reload_bytes / pieces, after=(step, *prev["h2d"]))
+                            Flow(h2d, mem, gpu, costs.reload_bytes / pieces, after=(step_id, *prev["h2d"]))
                         )
-                    prev = {"d2h": (d2h,), "step": (step,), "h2d": (h2d,)}
+                    prev = {"d2h": (d2h,), "step": (step_id,), "h2d": (h2d,)}
     return Workload(flows, tasks)
 
 
