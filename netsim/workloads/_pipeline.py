@@ -743,6 +743,7 @@ def _offload(
     reloaded (the next pass fetches the parameters). chunk_steps: each chunk is also stepped for
     1/chunks of step_time on one CPU thread as soon as its gradients are in; else the device's state is
     stepped once, after its last chunk's gradients (and, without overlap, every device's backward).
+    Every step also stalls the GPUs its CPU drives (`Offload.step_stall`).
     """
     flows: list[Flow] = []
     tasks: list[Task] = []
