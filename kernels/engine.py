@@ -24,6 +24,7 @@ from ._types import (
 from .frontier import buffer_sizes, dependency_graph, frontier_pass
 from .maxmin import (
     append_row,
+    components,
     dense_by_default,
     empty_allocation,
     gather,
@@ -129,14 +130,16 @@ def step(
     *,
     latency: Float[AnyArray, " N"],
     floor: Float[AnyArray, " N"],
+    component: Int[AnyArray, " N"] | None = None,
     dense: Float[AnyArray, "N R"] | None = None,
     loop: str = "lax",
     tolerance: float = 0.0,
 ) -> SimState:
     """Schedules what became ready at s.time, allocates rates, and advances to the next event.
 
-    latency: `route_latency`; floor: `rate_floor` of every routed item; dense: None or `incidence` (all
-    fixed for a run, so computed once); tolerance: see `run`.
+    latency: `route_latency`; floor: `rate_floor` of every routed item; component: `maxmin.components`
+    (None: one threshold for every item, `maxmin.reusable`); dense: None or `incidence` (all fixed for a
+    run, so computed once); tolerance: see `run`.
     """
 
     # 1. Schedule every item whose predecessors are done. Its start is exactly max(release, last
@@ -157,7 +160,18 @@ def step(
     items = _Items(s.remaining, started, s.done, first_byte, s.finish, s.held, s.queued)
     capacity = payload_capacity(network)
     items, alloc, out = _advance(
-        capacity, network, program.route, program.size, s, items, s.allocation, floor, dense, loop, tolerance
+        capacity,
+        network,
+        program.route,
+        program.size,
+        s,
+        items,
+        s.allocation,
+        floor,
+        component,
+        dense,
+        loop,
+        tolerance,
     )
     return _commit(s, out, start, items, alloc)
 
@@ -185,6 +199,7 @@ def _advance(
     items: _Items,
     prior: Allocation,
     floor: Float[AnyArray, " n"],
+    component: Int[AnyArray, " n"] | None,
     dense: Float[AnyArray, "n R"] | None,
     loop: str,
     tolerance: float,
@@ -213,7 +228,15 @@ def _advance(
     # 2. Max-min fair rates of the items that are moving bytes. Most events change few of them: items
     #    whose last rate is provably still fair keep it, and only the rest are filled again.
     alloc = maxmin_rates(
-        capacity, route, moving, prior=prior, floor=floor, dense=dense, loop=loop, slack=SLACK * tolerance
+        capacity,
+        route,
+        moving,
+        prior=prior,
+        floor=floor,
+        component=component,
+        dense=dense,
+        loop=loop,
+        slack=SLACK * tolerance,
     )
     rate = alloc.rate
 
@@ -317,6 +340,7 @@ def step_view(
     view: Int[AnyArray, " V"],
     *,
     floor: Float[AnyArray, " N"],
+    component: Int[AnyArray, " N"],
     loop: str,
     tolerance: float,
 ) -> tuple[SimState, Bool[AnyArray, " V"], Bool[AnyArray, " V"]]:
@@ -350,6 +374,7 @@ def step_view(
         items,
         prior,
         get(floor, jnp.inf),
+        get(component, 0),
         None,
         loop,
         tolerance,
@@ -439,6 +464,7 @@ def run(
     latency = route_latency(network, program)
     everyone = jnp.ones(program.route.shape[0], bool)  # padding items cross nothing: they add no users
     floor = jax.lax.stop_gradient(rate_floor(payload_capacity(network), program.route, everyone))  # compared
+    component = components(program.route, n_resources)
     if dense is None:
         dense = dense_by_default(program.route.shape[0], n_resources)
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
@@ -450,7 +476,15 @@ def run(
 
     def body(s: SimState) -> SimState:
         return step(
-            network, program, s, latency=latency, floor=floor, dense=matrix, loop=loop, tolerance=tolerance
+            network,
+            program,
+            s,
+            latency=latency,
+            floor=floor,
+            component=component,
+            dense=matrix,
+            loop=loop,
+            tolerance=tolerance,
         )
 
     packetized = network.packets is not None
@@ -460,7 +494,7 @@ def run(
         s = while_loop(unfinished, body, s0, max_steps=None if loop == "lax" else max_events, kind=loop)
     else:  # full events while the active set overflows the frontier, frontier events while it fits, and again
         view_step = functools.partial(
-            step_view, network, program, floor=floor, loop=loop, tolerance=tolerance
+            step_view, network, program, floor=floor, component=component, loop=loop, tolerance=tolerance
         )
         graph = dependency_graph(program.after, program.release, latency)  # once, outside the loop
         kw = dict(full=body, view_step=view_step, graph=graph, sizes=sizes, stop=stop)

@@ -29,6 +29,12 @@ SMALLEST = 256
 CLASS_STEP = 2
 LARGEST = SMALLEST * CLASS_STEP**10  # 262144
 ONE_BUFFER = 1024
+# Component groups `reusable` keeps a threshold for (`components`): a fixed count, so that an event over a
+# compact view of the items (kernels/frontier.py) and one over all of them keep the same rates.
+COMPONENT_GROUPS = 256
+# Pointer jumps per sweep of `components`: each halves the chains of labels left (a sweep costs the same
+# whatever the graph; a few jumps make the sweeps few on long chains of items, as a pipeline's).
+JUMPS = 4
 # Relative margin below the reuse threshold: rates equal in exact arithmetic may differ by rounding.
 MARGIN = 1e-9
 # Block of the prefix count: a matrix product per block beats XLA's CPU cumsum several times over.
@@ -109,8 +115,37 @@ def rate_floor(
     return jnp.min(gather(capacity / jnp.maximum(users, 1.0), route, jnp.inf), axis=1)
 
 
+def components(route: Int[AnyArray, "N H"], n_res: int) -> Int[AnyArray, " N"]:
+    """Each item's connected component of the item-resource graph (items joined by a shared resource), as
+    a group `reusable` reasons about on its own: components numbered 0, 1, ... in the order of their first
+    item, modulo COMPONENT_GROUPS (components sharing a group are reasoned about together, which is safe).
+    Min-label propagation with pointer jumping: a few sweeps over the routes, once per run."""
+    n = route.shape[0]
+    items = jnp.arange(n, dtype=jnp.int32)
+
+    def sweep(carry):
+        label, _ = carry
+        at_resource = (
+            jnp.full(n_res + 1, n, jnp.int32)
+            .at[route]
+            .min(jnp.broadcast_to(label[:, None], route.shape), mode="promise_in_bounds")
+        )
+        joined = jnp.minimum(label, jnp.min(at_resource.at[n_res].set(n)[route], axis=1))
+        for _ in range(JUMPS):  # label[j] <= j throughout: following labels shortens every chain
+            joined = joined[joined]
+        return joined, jnp.any(joined != label)
+
+    label = jax.lax.while_loop(lambda c: c[1], sweep, (items, jnp.array(True)))[0]
+    first = label == items
+    number = jnp.cumsum(first.astype(jnp.int32)) - 1  # a component's number: how many start before it
+    return number[label] % COMPONENT_GROUPS
+
+
 def reusable(
-    prior: Allocation, active: Bool[AnyArray, " N"], floor: Float[AnyArray, " N"]
+    prior: Allocation,
+    active: Bool[AnyArray, " N"],
+    floor: Float[AnyArray, " N"],
+    component: Int[AnyArray, " N"] | None = None,
 ) -> Bool[AnyArray, " N"]:
     """Items whose rate in `prior` is still their max-min fair rate among `active`.
 
@@ -119,13 +154,17 @@ def reusable(
     so below theta no resource crossed by a leaving or joining item saturates in either filling, every
     other resource carries the same load in both, and both fillings freeze the same items at the same
     levels. Items below theta keep their rates (and any subset of them may be kept: the others fill
-    what is left of the capacity exactly as before).
+    what is left of the capacity exactly as before). Components (`components`) share no resource, so each
+    fills on its own: theta is taken per component group, and a group no item left or joined keeps every
+    rate (a compute task finishing then leaves the flows' rates alone). component None: one group.
     """
     was = prior.active
     left, joined = was & ~active, active & ~was
-    theta = jnp.minimum(
-        jnp.min(jnp.where(left, prior.rate, jnp.inf)), jnp.min(jnp.where(joined, floor, jnp.inf))
-    )
+    bound = jnp.minimum(jnp.where(left, prior.rate, jnp.inf), jnp.where(joined, floor, jnp.inf))
+    if component is None:
+        theta = jnp.min(bound)
+    else:
+        theta = jnp.full(COMPONENT_GROUPS, jnp.inf, bound.dtype).at[component].min(bound)[component]
     return was & active & (prior.rate < theta * (1 - MARGIN))
 
 
@@ -147,6 +186,7 @@ def maxmin_rates(
     *,
     prior: Allocation | None = None,
     floor: Float[AnyArray, " N"] | None = None,
+    component: Int[AnyArray, " N"] | None = None,
     dense: Float[AnyArray, "N R"] | None = None,
     loop: str = "lax",
     slack: float = 0.0,
@@ -167,6 +207,7 @@ def maxmin_rates(
             routed item, a bound for any active set. Items whose rate is provably unchanged (`reusable`)
             keep it; only the others are filled, in the capacity the kept ones leave. Events in a
             simulation change few items, so this touches a small buffer instead of every item.
+        component: with `prior`, `components(route, R)`: rates are kept per component (see `reusable`).
         dense: `incidence(route, R)`: sum over resources with matrix products instead of scatters
             (faster for small items x resources, above all under vmap; see DENSE_MAX).
         loop: equinox.internal.while_loop kind: "lax" (forward-mode AD) or "checkpointed" (reverse mode).
@@ -210,7 +251,7 @@ def maxmin_rates(
                 lambda: jnp.maximum(floor, rate_floor(capacity, route, live)),
                 lambda: floor,
             )
-        keep = reusable(prior, live, floor)
+        keep = reusable(prior, live, floor, component)
     live = live & ~keep
     # Updates to spare capacity (real part, subtracted) and users (imaginary part, subtracted) wait in
     # `pending` until the next round's scatter applies them: the rates the prior gave items now refilled

@@ -6,8 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from netsim.kernels import maxmin_rates
-from netsim.kernels.maxmin import incidence, rate_floor
+from netsim.kernels.maxmin import components, incidence, rate_floor, reusable
 from reference import progressive_filling
 
 _rates = jax.jit(maxmin_rates, static_argnames=("slack",))
@@ -105,6 +107,89 @@ def test_update_from_prior_equals_fresh_filling(seed, dense):
     np.testing.assert_allclose(update.rate, fresh.rate, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(update.load, fresh.load, rtol=1e-12, atol=1e-12)
     certificate(np.asarray(cap), np.asarray(route), after, np.asarray(update.rate))
+
+
+def disjoint_systems(seed: int, copies: int = 3):
+    """`copies` random systems side by side on disjoint links: one component (at least) each."""
+    parts = [random_system(seed + k, n_flows=24, n_links=8) for k in range(copies)]
+    n_links = sum(len(cap) for cap, _, _ in parts)
+    routes, offset = [], 0
+    for cap, route, _ in parts:
+        routes.append(np.where(route < len(cap), route + offset, n_links))
+        offset += len(cap)
+    cap = np.concatenate([cap for cap, _, _ in parts])
+    return cap, np.concatenate(routes), np.concatenate([active for _, _, active in parts])
+
+
+def union_find(route: np.ndarray, n_res: int) -> np.ndarray:
+    """Each item's component by union-find (the root item it joins), for `components`."""
+    parent = list(range(len(route)))
+
+    def root(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    owner = {}
+    for i, hops in enumerate(route):
+        for r in hops[hops < n_res]:
+            if r in owner:
+                parent[root(i)] = root(owner[r])
+            else:
+                owner[r] = i
+    return np.array([root(i) for i in range(len(route))])
+
+
+_components = jax.jit(components, static_argnums=1)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1), links=st.integers(1, 40), used=st.floats(0.0, 1.0))
+def test_components_are_the_connected_components(seed, links, used):
+    # 64 items x 4 hops over 40 resources (one compile), a random share of the hops and resources used:
+    # anything from every item on its own to one component; numbered 0, 1, ... by first item.
+    rng = np.random.default_rng(seed)
+    route = np.where(rng.random((64, 4)) < used, rng.integers(0, links, (64, 4)), 40).astype(np.int32)
+    got = np.asarray(_components(jnp.asarray(route), 40))
+    want = union_find(route, 40)
+    assert np.array_equal(got[:, None] == got[None, :], want[:, None] == want[None, :])
+    firsts = np.unique(want, return_index=True)[1]
+    assert np.array_equal(got[np.sort(firsts)], np.arange(len(firsts)))
+
+
+def test_components_on_a_long_chain():
+    # items i and i + 1 share resource i, in shuffled order: one component however long the chain
+    n = 2000
+    route = np.full((n, 2), n, np.int32)
+    for k, item in enumerate(np.random.default_rng(0).permutation(n)):
+        route[item] = [k, k + 1] if k + 1 < n else [k, n]
+    assert np.all(np.asarray(components(jnp.asarray(route), n)) == 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prior_kept_in_components_the_event_leaves_alone(seed):
+    # Items leave and join in the first of three disjoint systems only: the others keep every rate bit for
+    # bit, fewer rounds refill, and the allocation is still the fresh one.
+    cap, route, before = disjoint_systems(seed)
+    after = before.copy()
+    first = np.arange(len(route)) < len(route) // 3
+    after[first] ^= np.random.default_rng(seed).random(first.sum()) < 0.3
+    cap, route = jnp.asarray(cap), jnp.asarray(route)
+    prior = _rates(cap, route, jnp.asarray(before))
+    floor = rate_floor(cap, route, jnp.ones(len(route), bool))
+    group = _components(route, len(cap))
+    assert len(np.unique(group)) >= 3
+    update = _rates(cap, route, jnp.asarray(after), prior=prior, floor=floor, component=group)
+    whole = _rates(cap, route, jnp.asarray(after), prior=prior, floor=floor)
+    fresh = _rates(cap, route, jnp.asarray(after))
+    np.testing.assert_allclose(update.rate, fresh.rate, rtol=1e-12, atol=1e-15)
+    certificate(np.asarray(cap), np.asarray(route), after, np.asarray(update.rate))
+    assert np.array_equal(np.asarray(update.rate)[~first], np.asarray(prior.rate)[~first])
+    assert int(update.rounds) <= int(whole.rounds)
+    # what the components change: one threshold for all refills some items of the other systems too
+    stay = ~first & before & after
+    assert np.all(np.asarray(reusable(prior, jnp.asarray(after), floor, group))[stay])
+    assert not np.all(np.asarray(reusable(prior, jnp.asarray(after), floor))[stay])
 
 
 def test_the_buffer_ladder_changes_no_bit(monkeypatch):
