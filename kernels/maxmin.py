@@ -11,14 +11,14 @@ from ._types import Allocation, AnyArray
 
 # Live items are packed into smaller buffers as rounds freeze them: later rounds then touch only the items
 # still unfrozen. Every buffer size is a loop compiled of its own, so their number is bounded whatever the
-# item count: the whole buffer, its half, then fixed classes a factor CLASS_STEP apart from SMALLEST up to
-# LARGEST (at most 2 + 11 sizes). The half stays: with the incidence matrix (the first buffer only) the
-# rounds' sums round differently, so the first buffer's rounds are kept as they were. A buffer runs rounds
-# until its items fit the next one, so a class step of 4 left refills (most events) working on up to 4x the
-# items they hold: halves cost more packings and loops but less work per round. On a k=16 fat-tree with
-# 1e4 random flows (exact, no frontier) halves ran the engine in 8.2 s against 9.4 s for quarters, bit for
-# bit the same, compiling in 4.2 s against 2.6 s (the 1e5-flow engine with the frontier 8.3 s against
-# 7.5 s); 1e5 flows in the fast mode gained nothing (most of its rounds are on the first two buffers).
+# item count: the whole buffer, then halves down to SMALLEST, at most MAX_BUFFERS sizes (past 2^20 items
+# the smallest grows instead). A buffer runs rounds until its items fit the next one, so a step of 4 left
+# refills (most events) working on up to 4x the items they hold: halves cost more packings and loops but
+# less work per round. On a k=16 fat-tree with 1e4 random flows (exact, no frontier) halves ran the engine
+# in 8.2 s against 9.4 s for quarters, bit for bit the same, compiling in 4.2 s against 2.6 s. Halves of
+# the item count rather than fixed powers of two: with 1e5 flows (114688 items) the classes went from
+# 57344 to 16384, and the fast mode, whose rounds are mostly on the first buffers, ran 41-43 s against
+# 44-50 s with 28672 between them (the same loop count, bit for bit the same).
 # Small buffers save little: a round's cost there is the resource-sized vectors, and each buffer adds a
 # loop to compile. On the fat-tree, buffers down to 256 items ran 1e3-1e4 flows as fast as down to 64 (4e3
 # flows: 1.19 s either way), compiling 1.5 s less; up to ONE_BUFFER items one buffer runs as fast as the
@@ -26,8 +26,7 @@ from ._types import Allocation, AnyArray
 # of their engines have 64-1024 items); at 2e3 flows the ladder runs 1.6x faster, so it stays above.
 SHRINK = 2
 SMALLEST = 256
-CLASS_STEP = 2
-LARGEST = SMALLEST * CLASS_STEP**10  # 262144
+MAX_BUFFERS = 13
 ONE_BUFFER = 1024
 # Component groups `reusable` keeps a threshold for (`components`): a fixed count, so that an event over a
 # compact view of the items (kernels/frontier.py) and one over all of them keep the same rates.
@@ -91,18 +90,11 @@ def compact(mask: Bool[AnyArray, " N"], size: int) -> Int[AnyArray, " size"]:
 
 
 def buffer_sizes(n_items: int) -> list[int]:
-    """Static buffer sizes, largest first: n alone up to ONE_BUFFER items, else n, n / SHRINK, then the
-    classes SMALLEST x CLASS_STEP^k up to LARGEST that are at most half the one before (see SHRINK)."""
+    """Static buffer sizes, largest first: n alone up to ONE_BUFFER items, else n halved while the half
+    holds at least SMALLEST items, at most MAX_BUFFERS sizes (see SHRINK)."""
     sizes = [n_items]
-    if n_items <= ONE_BUFFER:
-        return sizes
-    if n_items // SHRINK >= SMALLEST:
-        sizes.append(n_items // SHRINK)
-    size = LARGEST
-    while size >= SMALLEST:
-        if size <= sizes[-1] // 2:
-            sizes.append(size)
-        size //= CLASS_STEP
+    while n_items > ONE_BUFFER and sizes[-1] // SHRINK >= SMALLEST and len(sizes) < MAX_BUFFERS:
+        sizes.append(sizes[-1] // SHRINK)
     return sizes
 
 

@@ -210,7 +210,7 @@ def test_the_buffer_ladder_changes_no_bit(monkeypatch):
         )  # traced anew
         prior = fill(jnp.asarray(before))
         got.append((prior, fill(jnp.asarray(after), prior)))
-    assert maxmin.buffer_sizes(len(route)) == [200, 100, 32, 16]
+    assert maxmin.buffer_sizes(len(route)) == [200, 100, 50, 25]
     for one, ladder in zip(*got, strict=True):
         for field in ("rate", "bottleneck", "load", "rounds"):
             assert np.array_equal(getattr(one, field), getattr(ladder, field)), field
