@@ -18,7 +18,11 @@ from ._types import Allocation, AnyArray
 # in 8.2 s against 9.4 s for quarters, bit for bit the same, compiling in 4.2 s against 2.6 s. Halves of
 # the item count rather than fixed powers of two: with 1e5 flows (114688 items) the classes went from
 # 57344 to 16384, and the fast mode, whose rounds are mostly on the first buffers, ran 41-43 s against
-# 44-50 s with 28672 between them (the same loop count, bit for bit the same).
+# 44-50 s with 28672 between them (the same loop count, bit for bit the same). The fast mode (slack > 0)
+# refills nearly every item at each event (its windows take hundreds of completions), so its live count
+# decays geometrically from the item count, about as many rounds in each octave, and the top octaves cost
+# most: buffers of 3/4 of the first two (FINE_TOP) ran 1e5 flows in 34.8 s against 43.7 s, compiling 0.9 s
+# longer; the exact engine's refills are mostly small, and the extra packings slowed 1e4 flows by 6-10 %.
 # Small buffers save little: a round's cost there is the resource-sized vectors, and each buffer adds a
 # loop to compile. On the fat-tree, buffers down to 256 items ran 1e3-1e4 flows as fast as down to 64 (4e3
 # flows: 1.19 s either way), compiling 1.5 s less; up to ONE_BUFFER items one buffer runs as fast as the
@@ -27,6 +31,7 @@ from ._types import Allocation, AnyArray
 SHRINK = 2
 SMALLEST = 256
 MAX_BUFFERS = 13
+FINE_TOP = 2
 ONE_BUFFER = 1024
 # Component groups `reusable` keeps a threshold for (`components`): a fixed count, so that an event over a
 # compact view of the items (kernels/frontier.py) and one over all of them keep the same rates.
@@ -89,13 +94,17 @@ def compact(mask: Bool[AnyArray, " N"], size: int) -> Int[AnyArray, " size"]:
     return jnp.full(size, n, jnp.int32).at[slot].set(jnp.arange(n, dtype=jnp.int32), mode="drop")
 
 
-def buffer_sizes(n_items: int) -> list[int]:
+def buffer_sizes(n_items: int, full_refills: bool = False) -> list[int]:
     """Static buffer sizes, largest first: n alone up to ONE_BUFFER items, else n halved while the half
-    holds at least SMALLEST items, at most MAX_BUFFERS sizes (see SHRINK)."""
+    holds at least SMALLEST items, at most MAX_BUFFERS sizes (see SHRINK); full_refills (the fast mode):
+    also 3/4 of each of the first FINE_TOP sizes."""
     sizes = [n_items]
     while n_items > ONE_BUFFER and sizes[-1] // SHRINK >= SMALLEST and len(sizes) < MAX_BUFFERS:
         sizes.append(sizes[-1] // SHRINK)
-    return sizes
+    if not full_refills:
+        return sizes
+    top = [x for size in sizes[:FINE_TOP] for x in (size, 3 * size // 4)]
+    return top[: 2 * len(sizes) - 1] + sizes[FINE_TOP:]
 
 
 def rate_floor(
@@ -257,7 +266,7 @@ def maxmin_rates(
     rounds = jnp.zeros((), jnp.int32)
     # Level k works on a buffer of sizes[k] slots holding the items still live or pending (slot -> item
     # `index`), and runs rounds until they fit the next, smaller buffer.
-    sizes = buffer_sizes(n_items)
+    sizes = buffer_sizes(n_items, full_refills=slack > 0)
     index = jnp.arange(n_items)
     sub_route, sub_live, sub_pending = route, live, pending
     for k, size in enumerate(sizes):

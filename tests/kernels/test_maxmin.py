@@ -216,6 +216,31 @@ def test_the_buffer_ladder_changes_no_bit(monkeypatch):
             assert np.array_equal(getattr(one, field), getattr(ladder, field)), field
 
 
+def test_the_fast_modes_finer_ladder_changes_no_bit(monkeypatch):
+    """With slack the first buffers step by 3/4 (`maxmin.FINE_TOP`): the same relaxed allocation bit for bit
+    as with halves alone, from scratch and from a prior."""
+    from netsim.kernels import maxmin
+
+    cap, route, before = random_system(1, n_flows=200, n_links=48)
+    after = before ^ (np.random.default_rng(1).random(len(before)) < 0.5)
+    cap, route = jnp.asarray(cap), jnp.asarray(route)
+    floor = rate_floor(cap, route, jnp.ones(len(route), bool))
+    monkeypatch.setattr(maxmin, "ONE_BUFFER", 0)
+    monkeypatch.setattr(maxmin, "SMALLEST", 16)
+    got = []
+    for fine in (0, 2):
+        monkeypatch.setattr(maxmin, "FINE_TOP", fine)
+        fill = jax.jit(
+            lambda a, prior=None: maxmin_rates(cap, route, a, prior=prior, floor=floor, slack=0.05)
+        )
+        prior = fill(jnp.asarray(before))
+        got.append((prior, fill(jnp.asarray(after), prior)))
+    assert maxmin.buffer_sizes(len(route), full_refills=True) == [200, 150, 100, 75, 50, 25]
+    for halves, fine in zip(*got, strict=True):
+        for field in ("rate", "bottleneck", "load", "rounds"):
+            assert np.array_equal(getattr(halves, field), getattr(fine, field)), field
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_rate_floor_bounds_every_rate(seed):
     # The floor a joining item gets (capacity / active users, at its tightest link) never exceeds its
