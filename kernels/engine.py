@@ -340,7 +340,7 @@ def step_view(
     view: Int[AnyArray, " V"],
     *,
     floor: Float[AnyArray, " N"],
-    component: Int[AnyArray, " N"],
+    component: Int[AnyArray, " N"] | None,
     loop: str,
     tolerance: float,
 ) -> tuple[SimState, Bool[AnyArray, " V"], Bool[AnyArray, " V"]]:
@@ -374,7 +374,7 @@ def step_view(
         items,
         prior,
         get(floor, jnp.inf),
-        get(component, 0),
+        None if component is None else get(component, 0),
         None,
         loop,
         tolerance,
@@ -426,7 +426,8 @@ def run(
 
     record: keep the time and per-resource load of the first `record` events (utilization over time).
     dense: sum over resources with an items x resources incidence matrix instead of scatters; default
-        when that matrix is small (`maxmin.dense_by_default`). Same answers to rounding either way.
+        when that matrix is small (`maxmin.dense_by_default`). Same answers to rounding either way. Without
+        it an event keeps rates per component of the flow-link graph (`maxmin.components`, `reusable`).
     tolerance: 0 (exact, the default) or the fast mode's relative window w: an event at time t also takes
         every completion up to t (1 + w); items finishing inside the window finish at their own time under
         the current rates, and the others take over their bandwidth from the middle of the window's
@@ -464,9 +465,11 @@ def run(
     latency = route_latency(network, program)
     everyone = jnp.ones(program.route.shape[0], bool)  # padding items cross nothing: they add no users
     floor = jax.lax.stop_gradient(rate_floor(payload_capacity(network), program.route, everyone))  # compared
-    component = components(program.route, n_resources)
     if dense is None:
         dense = dense_by_default(program.route.shape[0], n_resources)
+    # small (dense) programs keep one reuse threshold: their rounds cost little, and the components' loop
+    # would add a third to their compile (0.56 -> 0.73 s for pp_1f1b at XLA's -O0, as the tests compile)
+    component = None if dense else components(program.route, n_resources)
     matrix = incidence(program.route, n_resources, network.capacity.dtype) if dense else None
 
     stop = max_events if until is None else jnp.minimum(until, max_events)
