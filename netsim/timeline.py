@@ -54,18 +54,35 @@ def task_kind(task_id: str) -> str:
 def pipeline_bubbles(result) -> dict[str, tuple[float, float]]:
     """Device -> (busy s, bubble fraction) for every device that runs pipeline ops (see `task_kind`).
 
-    busy: s with at least one task running on the device (`Result.device_busy`, every task counted);
+    busy: s with at least one pipeline op running on the device (its other tasks, an optimizer step or
+    an offload's stall, are not pipeline work: `PipelineStats.bubble_fraction` counts the same);
     bubble: the idle fraction of the makespan, 1 - busy / makespan. Empty when no task is a pipeline op.
     With uniform stages and free transfers, GPipe and 1F1B leave every device idle (p - 1) / (m + p - 1)
     of the iteration (p stages, m micro-batches).
     """
-    devices = {t.device for t in result.compiled.scenario.tasks if task_kind(t.id) != "task"}
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for t, start, finish in zip(
+        result.compiled.scenario.tasks, result.task_start, result.task_finish, strict=True
+    ):
+        if task_kind(t.id) != "task":
+            spans.setdefault(t.device, []).append((float(start), float(finish)))
     makespan = float(result.makespan)
-    return {
-        d: (float(busy), 1.0 - float(busy) / makespan if makespan > 0 else 0.0)
-        for d, busy in zip(result.device_ids, result.device_busy, strict=True)
-        if d in devices
-    }
+    out = {}
+    for d in result.device_ids:
+        if d in spans:
+            busy = _covered(spans[d])
+            out[d] = (busy, 1.0 - busy / makespan if makespan > 0 else 0.0)
+    return out
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Seconds covered by the union of (start, finish) spans."""
+    total, end = 0.0, -float("inf")
+    for start, finish in sorted(spans):
+        if finish > end:
+            total += finish - max(start, end)
+            end = finish
+    return total
 
 
 def trace_events(result, *, flows: str = "pair") -> dict[str, Any]:

@@ -156,6 +156,22 @@ def test_pipeline_bubbles_match_the_closed_form(schedule):
     )
 
 
+def test_pipeline_bubbles_count_pipeline_ops_only():
+    # a device's other tasks (a step's stall, an optimizer step) are not pipeline work: by hand, F 1 s,
+    # then a 2 s stall alone, then BW 1 s beside a 1 s step (sharing the device: 2 s for both), makespan 5 s
+    from netsim.timeline import pipeline_bubbles
+
+    tasks = [
+        Task("r0/F0.s0", "g0", 1.0),
+        Task("stall.g0", "g0", 2.0, after=("r0/F0.s0",)),
+        Task("r0/BW0.s0", "g0", 1.0, after=("stall.g0",)),
+        Task("step.g0", "g0", 1.0, after=("stall.g0",)),
+    ]
+    result = netsim.simulate(netsim.compile_scenario(Scenario([], [], tasks)))
+    assert float(result.makespan) == pytest.approx(5.0)
+    assert pipeline_bubbles(result) == {"g0": (pytest.approx(3.0), pytest.approx(0.4))}
+
+
 def test_plot_timeline_colours_each_op_kind_with_a_legend():
     pytest.importorskip("matplotlib")
     from matplotlib.colors import to_rgba
