@@ -54,7 +54,21 @@ _NAMES = {
     "._threads": ("cpu_threads_label", "set_cpu_threads"),
     ".kernels": ("Status",),
 }
-_MODULES = ("jobs", "kernels", "studies", "topology", "traces", "workloads")
+#: submodules, imported on first use too: `netsim.timeline.pipeline_bubbles(r)` after a plain `import netsim`
+_MODULES = (
+    "calibrate",
+    "checks",
+    "jobs",
+    "kernels",
+    "latency",
+    "plots",
+    "studies",
+    "sweep",
+    "timeline",
+    "topology",
+    "traces",
+    "workloads",
+)
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
 
 

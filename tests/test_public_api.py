@@ -1,6 +1,8 @@
 """Every public name users import, listed in this one place: changing them is a decision, not an accident."""
 
 import inspect
+import subprocess
+import sys
 import types
 
 import netsim.calibrate
@@ -59,6 +61,25 @@ def test_top_level_names():
         "CostModel",  # a calibrated machine's software costs
     }
     assert {"jobs", "kernels", "studies", "topology", "traces", "workloads"} <= set(dir(netsim))
+
+
+def test_submodules_load_on_first_use():
+    # a fresh interpreter: `import netsim` alone, then each submodule as an attribute (no JAX until used)
+    code = (
+        "import sys, netsim; assert 'jax' not in sys.modules; "
+        "print(netsim.timeline.pipeline_bubbles.__name__, netsim.plots.plot_timeline.__name__, "
+        "netsim.latency.latency_curve.__name__, netsim.sweep.Sweep.__name__, netsim.checks.MAX_TIME > 0, "
+        "netsim.calibrate.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == [
+        "pipeline_bubbles",
+        "plot_timeline",
+        "latency_curve",
+        "Sweep",
+        "True",
+        "netsim.calibrate",
+    ]
 
 
 def test_check_names():
