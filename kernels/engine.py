@@ -42,6 +42,10 @@ TIE = 1e-12
 # A finishing item whose rate x time moved less (or more) than it had left by over this fraction of its size
 # hands the difference to its resources (`_advance`): byte counts then stay exact where float64 cannot resolve its time.
 RESIDUE = 1e-10
+# A resource's load from max-min (capacity - spare) resolves it to a few ulp(capacity): a 1e-3 B/s flow on a
+# 1e10 B/s link would lose 5e-4 of its bytes from the link's tally. Where any rate is below this fraction of the
+# largest capacity, an event tallies the bytes from the rates themselves (one more scatter, in such runs only).
+LOAD_RESOLUTION = 1e-5
 # The fast mode's max-min slack per unit of window (`maxmin_rates(slack=SLACK * tolerance)`): near-equal
 # fair-share levels freeze together, in fewer rounds.
 SLACK = 0.25
@@ -239,6 +243,11 @@ def _advance(
         slack=SLACK * tolerance,
     )
     rate = alloc.rate
+    load = jax.lax.cond(
+        jnp.any(moving & (rate > 0) & (rate < LOAD_RESOLUTION * jnp.max(capacity))),
+        lambda: to_resources(rate, route, capacity.shape[0], dense),
+        lambda: alloc.load,
+    )
 
     # 3. Next event: a completion or a first byte (release + latency expiry).
     positive = rate > 0
@@ -253,7 +262,7 @@ def _advance(
     # 4. Advance: move bytes, finish what completes at t_next (ties within TIE finish together).
     finishing = moving & (t_done <= t_next + TIE * jnp.abs(t_next))
     finish = jnp.where(finishing, t_next, items.finish)
-    moved_bytes = alloc.load * gap
+    moved_bytes = load * gap
     held_for = gap
     merged = s.merged
     if (
@@ -275,7 +284,7 @@ def _advance(
         # load x gap counts each finishing item's rate to t_end: too much if it finished before, too little after
         early = jnp.where(finishing, rate * (t_end - t_done), 0.0)
         gap = t_end - t
-        moved_bytes = alloc.load * gap - to_resources(early, route, capacity.shape[0], dense)
+        moved_bytes = load * gap - to_resources(early, route, capacity.shape[0], dense)
         held_for = jnp.where(finishing, t_done - t, gap)[:, None]
         t_next = t_end
     # A finishing item hands its resources the bytes that rate x its time did not move. Above RESIDUE of its
@@ -298,7 +307,7 @@ def _advance(
     bad = ~jnp.all(jnp.isfinite(remaining)) | ~jnp.isfinite(t_next)
     status = s.status | jnp.where(stalled, STALLED, OK) | jnp.where(bad, NONFINITE, OK)
     items = _Items(remaining, started, items.done | finishing, first_byte, finish, held, queued)
-    event = _Event(t_next, gap, moved_bytes, handed, merged, status.astype(jnp.int32), finishing, alloc.load)
+    event = _Event(t_next, gap, moved_bytes, handed, merged, status.astype(jnp.int32), finishing, load)
     return items, alloc, event
 
 

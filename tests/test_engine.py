@@ -97,6 +97,16 @@ def test_parking_lot():
     assert r.events == 2  # the three short flows finish together: one event
 
 
+@pytest.mark.parametrize("fast, slow", [(1e10, 1e-3), (1e12, 0.1), (1e20, 1.0), (1e9, 1e-6)])
+def test_a_slow_link_behind_a_fast_one_tallies_every_byte(fast, slow):
+    # capacity - spare cannot resolve a load 1e-13 to 1e-20 of the capacity: the fast link's tally comes from
+    # the rates then (kernels.engine.LOAD_RESOLUTION), and the post-run check passes
+    links = [Link("a", "x", "y", fast), Link("b", "y", "z", slow)]
+    r = netsim.simulate(Scenario(links, [Flow("f", "x", "z", 1e6)]))
+    assert float(r.makespan) == pytest.approx(1e6 / slow, rel=1e-12)
+    np.testing.assert_allclose(r.link_bytes, [1e6, 1e6], rtol=1e-12)
+
+
 def test_latency_and_zero_bytes():
     # route latency 1 + 2 us, per-hop 0.5 us x 2, overhead 3 us: first byte after 7 us; then 1e3 B at 1e9 B/s.
     links = [Link("a", "x", "y", 1e9, 1e-6), Link("b", "y", "z", 2e9, 2e-6)]
