@@ -8,8 +8,13 @@ import sys
 
 
 def _rates(text: str) -> list[float]:
+    items = text.split(",")
+    if any(not x.strip() for x in items):
+        raise argparse.ArgumentTypeError(
+            f"empty item in {text!r}: give comma-separated numbers, e.g. 0.01,0.02"
+        )
     try:
-        rates = [float(x) for x in text.split(",") if x.strip()]
+        rates = [float(x) for x in items]
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be comma-separated numbers, got {text!r}") from None
     if not rates or any(not r > 0 or r == float("inf") for r in rates):

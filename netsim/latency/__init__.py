@@ -23,6 +23,7 @@ from ._presets import RouterPreset as RouterPreset
 from ._presets import booksim as booksim
 from ._presets import link_preset as link_preset
 from ._presets import router_preset as router_preset
+from ._shapes import MAX_NODES as MAX_NODES
 from ._shapes import Cube as Cube
 from ._shapes import parse_shape as parse_shape
 from ._topology import topology_load as topology_load

@@ -65,12 +65,22 @@ class LatencyCurve:
         return doc
 
 
+#: what a spec of latency_curves may hold
+SPEC_FIELDS = ("topology", "traffic", "packet_size", "router", "vcs", "buffer", "clock_hz", "rates")
+
+
 def latency_curves(specs: Sequence[dict], rates=None) -> list[LatencyCurve]:
     """Many curves, in one vmapped call per size class (channels rounded up to a power of two). Each spec:
     topology, traffic, packet_size, and optionally router (preset name, default "booksim"), vcs, buffer,
     clock_hz and rates: its own offered rates, in place of `rates`, which the others share. Curves with rates
     of their own are padded to the longest of their class with their last rate, so that one compiled call
     serves the class."""
+    for i, spec in enumerate(specs):
+        unknown = sorted(set(spec) - set(SPEC_FIELDS))
+        if unknown:
+            raise ScenarioError(f"specs[{i}]: unknown field(s) {unknown}; known: {list(SPEC_FIELDS)}")
+        if "topology" not in spec:
+            raise ScenarioError(f"specs[{i}]: no 'topology' (mesh:KxK or torus:KxK)")
     own = [
         check_rates(spec["rates"], where=f"specs[{i}].rates") if spec.get("rates") is not None else None
         for i, spec in enumerate(specs)

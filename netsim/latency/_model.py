@@ -153,11 +153,22 @@ def shape_load(topology: str, pattern: str, **pattern_args) -> Load:
     return cube_load(parse_shape(topology), pattern, **pattern_args)
 
 
-def check_rates(rates, *, where: str = "rates") -> np.ndarray:
-    """Offered rates as a float array: R rates, or B x R (a row per curve); all finite and > 0."""
-    r = np.asarray(rates, dtype=float)
-    r = r.ravel() if r.ndim < 2 else r
-    if r.size == 0 or r.ndim > 2 or not np.all(np.isfinite(r)) or np.any(r <= 0):
+def check_rates(rates, *, where: str = "rates", table: bool = False) -> np.ndarray:
+    """Offered rates as a float array: R rates, or with `table` also B x R (a row per curve); all finite
+    and > 0."""
+    try:
+        r = np.asarray(rates, dtype=float)
+    except (TypeError, ValueError):  # ragged, or not numbers
+        r = None
+    if (
+        r is None
+        or isinstance(rates, str | bytes)  # "0.1" reads as a number
+        or np.asarray(rates).dtype.kind in "USb"
+        or r.ndim not in ((1, 2) if table else (1,))
+    ):
+        shape = "a 1-D list of numbers" + (" (or 2-D, a row per curve)" if table else "")
+        raise ScenarioError(f"{where}: must be {shape}, got {rates!r}")
+    if r.size == 0 or not np.all(np.isfinite(r)) or np.any(r <= 0):
         raise ScenarioError(
             f"{where}: must be finite numbers > 0 (packets per node per cycle), got {np.asarray(rates).tolist()}"
         )
@@ -181,7 +192,7 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         )
     if any(f < 1 for f in flits):
         raise ScenarioError(f"packet size: must be >= 1 flit, got {min(flits)}")
-    rates = check_rates(rates)
+    rates = check_rates(rates, table=True)
     if rates.ndim == 2 and rates.shape[0] != len(loads):
         raise ScenarioError(f"rates: one row per curve, got {rates.shape[0]} rows for {len(loads)} curves")
     width = max(x.load.size for x in loads)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._errors import ScenarioError
+from ._shapes import MAX_NODES
 
 PATTERNS = (
     "uniform",
@@ -119,6 +120,8 @@ def destination(pattern: str, source: np.ndarray, nodes: int, k: int, n: int, se
             out = out + k**dim * ((digit + step) % k)
         return out
     if pattern == "randperm":
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ScenarioError(f"traffic: randperm's seed must be a whole number >= 0, got seed={seed!r}")
         return np.random.default_rng(seed).permutation(nodes)[s]
     raise ScenarioError(f"traffic: {pattern!r} is not a permutation pattern")
 
@@ -126,27 +129,46 @@ def destination(pattern: str, source: np.ndarray, nodes: int, k: int, n: int, se
 def traffic_matrix(
     pattern: str, k: int, n: int = 2, *, seed: int = 0, hotspots: tuple[int, ...] = (0,), weights=None
 ) -> np.ndarray:
-    """T[s, d] for a k-ary n-cube of N = k**n nodes; rows sum to 1.
+    """T[s, d] for a k-ary n-cube of N = k**n nodes (k, n >= 1; N at most MAX_NODES); rows sum to 1.
 
     Args:
         pattern: one of PATTERNS, or with BookSim2's parameters (`parse_pattern`: "hotspot({{0,5},{3,1}})",
             "randperm(3)"), which take the place of the keywords below.
-        seed: randperm's permutation (NumPy's generator: BookSim's own draws differ, the statistics do not).
-        hotspots, weights: hotspot's destinations and their relative weights (BookSim's hotspot({..},{..})).
+        seed: randperm's permutation, >= 0 (NumPy's generator: BookSim's own draws differ, the statistics
+            do not).
+        hotspots, weights: hotspot's destinations, each named once, and their relative weights, finite and
+            > 0 (BookSim's hotspot({..},{..})).
     """
     pattern, given = parse_pattern(pattern)
     seed = given.get("seed", seed)
     hotspots, weights = given.get("hotspots", hotspots), given.get("weights", weights)
     if pattern not in PATTERNS:
         raise ScenarioError(f"traffic: unknown pattern {pattern!r}; choose one of {', '.join(PATTERNS)}")
+    for name, value in (("k", k), ("n", n)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ScenarioError(f"traffic: {name} must be a whole number >= 1, got {name}={value!r}")
     nodes = k**n
+    if nodes > MAX_NODES:
+        raise ScenarioError(
+            f"traffic: k={k}, n={n} is {nodes} nodes, more than the {MAX_NODES} netsim models"
+        )
     if pattern == "uniform":
         return np.full((nodes, nodes), 1.0 / nodes)
     if pattern == "hotspot":
-        w = np.ones(len(hotspots)) if weights is None else np.asarray(weights, float)
-        if any(h < 0 or h >= nodes for h in hotspots) or w.shape != (len(hotspots),) or np.any(w <= 0):
+        for h in hotspots:
+            if isinstance(h, bool) or not isinstance(h, int | np.integer) or not 0 <= h < nodes:
+                raise ScenarioError(f"traffic: hotspot node {h!r} is not a node of 0..{nodes - 1}")
+        if len(set(hotspots)) < len(hotspots):
+            twice = next(h for i, h in enumerate(hotspots) if h in hotspots[:i])
+            raise ScenarioError(f"traffic: hotspot node {twice} is named twice in {tuple(hotspots)}")
+        try:
+            w = np.ones(len(hotspots)) if weights is None else np.asarray(weights, float)
+        except (TypeError, ValueError):
+            w = None
+        if w is None or w.shape != (len(hotspots),) or not np.all(np.isfinite(w)) or np.any(w <= 0):
             raise ScenarioError(
-                f"traffic: hotspot nodes {hotspots} / weights {weights} invalid for {nodes} nodes"
+                f"traffic: hotspot weights must be {len(hotspots)} finite numbers > 0 (one per hot node), "
+                f"got weights={weights!r}"
             )
         t = np.zeros((nodes, nodes))
         for h, wi in zip(hotspots, w, strict=True):
