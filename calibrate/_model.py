@@ -34,6 +34,7 @@ from netsim import (
     compile_scenario,
     kernels,
 )
+from netsim.checks import quantity
 from netsim.topology import Topology, latency_gains, link_class, read_calibration, shared_gains
 from netsim.workloads import allgather, allreduce, bus_factor, reducescatter
 
@@ -125,10 +126,20 @@ class Params(eqx.Module):
         if missing:
             raise ScenarioError(f"parameters: no value for {missing}")
         log = lambda xs: np.log(np.asarray(xs, dtype=np.float64))
+        # a NaN or non-positive figure would never let a simulated event come: refused here, by name
+        bandwidth = [
+            quantity(classes[c]["bandwidth"], "bandwidth", f"parameters: link_classes.{c}.bandwidth")
+            for c in spec.link_classes
+        ]
+        latency = [
+            quantity(classes[c]["latency"], "time", f"parameters: link_classes.{c}.latency")
+            for c in spec.link_classes
+        ]
+        capacity = [quantity(shared[s], "bandwidth", f"parameters: shared.{s}") for s in spec.shared]
         return cls(
-            log_bandwidth=log([classes[c]["bandwidth"] for c in spec.link_classes]),
-            log_latency=log([max(classes[c]["latency"], 1e-15) for c in spec.link_classes]),
-            log_shared=log([shared[s] for s in spec.shared]).reshape(len(spec.shared)),
+            log_bandwidth=log(bandwidth),
+            log_latency=log([max(x, 1e-15) for x in latency]),
+            log_shared=log(capacity).reshape(len(spec.shared)),
             costs=CostModel.from_values(v, spec.regimes, where="parameters"),
         )
 

@@ -115,6 +115,60 @@ def batch_axes(network: Network, program: Program) -> tuple[Network, Program]:
     )
 
 
+def check_inputs(network: Network, program: Program) -> None:
+    """The kernel inputs of `run_batch`, checked on the host before tracing (arrays a caller edited, as a
+    what-if does): inside the engine a NaN capacity never lets an event come, a route index past the last
+    resource reads padding, and a negative size or latency runs to a wrong answer.
+
+    Raises:
+        ScenarioError: naming the field and its shape, or the first offending index and its value.
+    """
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((network, program))):
+        return  # traced inside a caller's function: its own host boundary checked the values
+    counts = {"resources": np.shape(network.capacity), "items": np.shape(program.size)}
+
+    def check(x, name: str, per: str, ok, must: str) -> None:
+        x, n = np.asarray(x), counts[per][-1]
+        axis = -2 if name in ("program.route", "program.after") else -1
+        if x.ndim < -axis or x.shape[axis] != n:
+            source = "network.capacity" if per == "resources" else "program.size"
+            raise ScenarioError(
+                f"{name}: shape {x.shape} does not fit the {n} {per} of {source} (shape {counts[per]})"
+            )
+        bad = np.argwhere(~ok(x))
+        if bad.size:
+            where = tuple(int(i) for i in bad[0])
+            raise ScenarioError(f"{name}{list(where)}: must be {must}, got {x[where].item()!r}")
+
+    at_least = lambda low: lambda x: np.isfinite(x) & (x >= low)
+    check(
+        network.capacity, "network.capacity", "resources", lambda x: np.isfinite(x) & (x > 0), "finite, > 0"
+    )
+    check(network.latency, "network.latency", "resources", at_least(0), "finite, >= 0")
+    if network.packets is not None:
+        for name in ("size", "header", "variability"):
+            check(
+                getattr(network.packets, name),
+                f"network.packets.{name}",
+                "resources",
+                at_least(0),
+                "finite, >= 0",
+            )
+        check(
+            network.packets.buffer,
+            "network.packets.buffer",
+            "resources",
+            lambda x: x > 0,
+            "> 0 (inf: unbounded)",
+        )
+    for name in ("size", "release", "overhead"):
+        check(getattr(program, name), f"program.{name}", "items", at_least(0), "finite, >= 0")
+    index = lambda top: lambda x: np.issubdtype(x.dtype, np.integer) & (x >= 0) & (x <= top)
+    n_res, n_items = counts["resources"][-1], counts["items"][-1]
+    check(program.route, "program.route", "items", index(n_res), f"a resource 0..{n_res} ({n_res}: no hop)")
+    check(program.after, "program.after", "items", index(n_items), f"an item 0..{n_items} ({n_items}: none)")
+
+
 def vmap_run(network: Network, program: Program, **options) -> SimState:
     """`kernels.run(network, program, **options)` on every point of a batch (batched leaves as
     `batch_axes` reads them); traceable: for use inside a jitted or differentiated function. The caller
@@ -464,6 +518,7 @@ def run_batch(
     if unknown:
         raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
     axes = batch_axes(network, program)
+    check_inputs(network, program)
     # the inputs' structure reads the axes (None: a shared leaf, or no packets at all)
     treedef = jax.tree.structure((network, program))
     leaves, leaf_axes = treedef.flatten_up_to((network, program)), treedef.flatten_up_to(axes)

@@ -133,6 +133,43 @@ def test_bad_batches(kwargs, match):
         netsim.run_batch(compiled.network, prog, max_events=compiled.max_events, **kwargs)
 
 
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [  # each: a hang (NaN or inf capacity), a quiet wrong answer or a raw error before these checks
+        (("network", "capacity", (0, 0), np.nan), r"network.capacity\[0, 0\]: must be finite, > 0, got nan"),
+        (("network", "capacity", (1, 2), np.inf), r"network.capacity\[1, 2\]: must be finite, > 0, got inf"),
+        (("network", "latency", (0, 1), -1.0), r"network.latency\[0, 1\]: must be finite, >= 0, got -1.0"),
+        (("program", "size", (0, 0), -5.0), r"program.size\[0, 0\]: must be finite, >= 0, got -5.0"),
+        (("program", "release", (1, 0), np.nan), r"program.release\[1, 0\]: must be finite, >= 0, got nan"),
+        (("program", "route", (0, 0, 0), 999), r"program.route\[0, 0, 0\]: must be a resource 0..\d+"),
+        (("program", "route", (0, 0, 0), -7), r"program.route\[0, 0, 0\]: must be a resource .* got -7"),
+        (("program", "after", (0, 0, 0), 9999), r"program.after\[0, 0, 0\]: must be an item 0..\d+"),
+        (
+            ("network", "capacity", "one resource", None),
+            r"network.latency: shape \(2, \d+\) does not fit the 1",
+        ),
+        (("program", "size", "one item less", None), r"program.release: shape .* does not fit the \d+ items"),
+    ],
+)
+def test_edited_batch_inputs_are_checked_before_tracing(edit, match):
+    import equinox as eqx
+
+    batch = netsim.compile_batch([random_scenario(1), random_scenario(2)], shape=PAD)
+    inputs = {"network": batch.network, "program": batch.program}
+    part, field, where, value = edit
+    x = np.array(getattr(inputs[part], field))
+    if where == "one resource":
+        x = x[:, :1]
+    elif where == "one item less":
+        x = x[:, :-1]
+    else:
+        x[where] = value
+    # tree_at, not dataclasses.replace: the tests' type checker would refuse the bad shapes first
+    inputs[part] = eqx.tree_at(lambda tree: getattr(tree, field), inputs[part], x)
+    with pytest.raises(ScenarioError, match=match):
+        netsim.run_batch(**inputs, max_events=batch.shape.max_events, throw=False)
+
+
 def test_empty_and_bad_scenarios():
     with pytest.raises(ScenarioError, match="scenarios: an empty batch"):
         netsim.compile_batch([])

@@ -210,6 +210,24 @@ def test_a_fit_started_at_its_least_squares_optimum_stops_after_one_step():
     assert res.loss == pytest.approx(np.mean(noise**2), rel=1e-6) and res.loss > 1e-4
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [  # a NaN bandwidth hung predict (no event ever came); 0 warned in np.log and stalled every point
+        ("bandwidth", float("nan"), r"link_classes\.\w+\.bandwidth: must be a finite number, got nan"),
+        ("bandwidth", -1.0, r"link_classes\.\w+\.bandwidth: must be > 0, got -1.0"),
+        ("bandwidth", 0.0, r"link_classes\.\w+\.bandwidth: must be > 0, got 0.0"),
+        ("latency", float("inf"), r"link_classes\.\w+\.latency: must be a finite number, got inf"),
+        ("latency", -1e-6, r"link_classes\.\w+\.latency: must be >= 0, got -1e-06"),
+    ],
+)
+def test_parameters_refuse_values_no_simulation_can_run(field, value, match):
+    topo, spec = tiny()
+    v = initial_values(spec, topo)
+    v["link_classes"][spec.link_classes[0]][field] = value
+    with pytest.raises(ScenarioError, match="parameters: " + match):
+        Params.from_values(spec, v)
+
+
 def test_regime_weights_blend_in_log_step_bytes():
     topo, spec = tiny()
     v = initial_values(spec, topo)
@@ -255,6 +273,24 @@ def test_alpha_beta_fit_recovers_exact_model():
     s = 2.0 ** np.arange(3, 28)
     alpha, beta, _ = alpha_beta_fit(s, 40e-6 + s / 12e9)
     assert alpha == pytest.approx(40e-6, rel=1e-9) and beta == pytest.approx(12e9, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "sizes, times, message",
+    [
+        ([8.0, 16.0], [np.nan, 1e-5], r"times\[0\]: must be a finite number > 0, got nan"),
+        ([8.0, -16.0], [1e-5, 2e-5], r"sizes\[1\]: must be a finite number > 0, got -16.0"),
+        ([8.0, 16.0], [1e-5, 0.0], r"times\[1\]: must be a finite number > 0, got 0.0"),
+        ([0.0, 16.0], [1e-5, 2e-5], r"sizes\[0\]: must be a finite number > 0, got 0.0"),
+        ([8.0, 16.0, 32.0], [1e-5, 2e-5], "3 sizes but 2 times"),
+        ([], [], "at least 2 .size, time. points, got 0"),
+        ([8.0], [1e-5], "at least 2 .size, time. points, got 1"),
+        (["8 B", 16.0], [1e-5, 2e-5], "sizes: expected a list of numbers"),
+    ],
+)
+def test_alpha_beta_fit_refuses_bad_samples(sizes, times, message):
+    with pytest.raises(ScenarioError, match=message):
+        alpha_beta_fit(sizes, times)
 
 
 def test_experiments_from_real_traces():
