@@ -5,6 +5,7 @@ and a layout that does not fit refused with the figures."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -113,3 +114,31 @@ def test_a_layout_that_does_not_fit_is_refused(capsys, monkeypatch):
     args = ["--hidden", "12288", "--heads", "96", "--layers", "96", "--seq-len", "2048", "--pp", "4"]
     code, _, err = run_cli(capsys, monkeypatch, "train", *args, "--micro-batch", "8", "--memory", "24")
     assert code == 2 and "GB per GPU" in err and "holds 24.0 GB" in err
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"source": "x"}', "no 'compute' entry"),
+        ("[1, 2]", "no 'compute' entry"),
+        ('{"compute": 5}', "compute: expected an object of fields, got 5"),
+        (
+            '{"compute": {"gemm_efficency": 0.7}}',
+            r"compute: unknown field\(s\) \['gemm_efficency'\]; known: \['peak_flops', .*'gemm_efficiency'",
+        ),
+        ('{"compute": {"gemm_eff', "not valid JSON: "),
+        ('{"compute": {"gemm_efficiency": 3}}', r"ComputeModel.gemm_efficiency: must be in \(0, 1\], got 3"),
+        ('{"compute": {"kernel_overhead": -1e-6}}', "ComputeModel.kernel_overhead: must be > 0, got -1e-06"),
+        (
+            '{"compute": {"step_overhead": NaN}}',
+            "ComputeModel.step_overhead: must be a finite number, got nan",
+        ),
+    ],
+)
+def test_a_bad_compute_file_is_a_clear_error_naming_it(capsys, monkeypatch, tmp_path, text, message):
+    path = tmp_path / "fit.json"
+    path.write_text(text)
+    with pytest.raises(netsim.ScenarioError, match=f"^{re.escape(str(path))}: {message}"):
+        ComputeModel.load(path)
+    code, _, err = run_cli(capsys, monkeypatch, "train", *SMALL, "--compute", str(path))
+    assert code == 2 and err.startswith(f"netsim: error: {path}: ") and "internal error" not in err

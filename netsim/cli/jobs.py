@@ -104,8 +104,9 @@ def _jobs(args: argparse.Namespace) -> int:
     )
 
     jobs = read_job_trace(args.trace)
+    servers, per = _cluster(args.cluster)  # its own message names --cluster
     try:
-        topo = deepshare_cluster(*_cluster(args.cluster))
+        topo = deepshare_cluster(servers, per)
     except ScenarioError as e:  # a cluster the builders refuse: say which option made it
         raise ScenarioError(f"--cluster {args.cluster}: {e}") from None
     paces = Paces(topo)

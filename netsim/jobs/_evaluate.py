@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from .. import ScenarioError
+from .._checks import count, number, show
 from ..workloads import Fabric
 from ._deepshare import deepshare_trace
 from ._paces import Paces
@@ -26,10 +27,22 @@ __all__ = ["Evaluation", "bootstrap_mean", "evaluate"]
 def bootstrap_mean(
     x: Sequence[float], *, resamples: int = 10000, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
-    """(mean, low, high): the mean of x and its percentile-bootstrap interval (seeded, so repeatable)."""
-    x = np.asarray(x, float)
+    """(mean, low, high): the mean of x and its percentile-bootstrap interval (seeded, so repeatable).
+
+    x: at least 2 finite numbers; level: the interval's coverage, in (0, 1). ScenarioError otherwise.
+    """
+    try:
+        x = np.asarray(x, float)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"bootstrap_mean: x: expected a list of numbers, got {show(x)}") from None
     if x.ndim != 1 or x.size < 2:
         raise ScenarioError(f"bootstrap_mean: expected at least 2 values, got {x.size}")
+    bad = np.flatnonzero(~np.isfinite(x))
+    if bad.size:
+        raise ScenarioError(f"bootstrap_mean: x[{bad[0]}]: must be a finite number, got {float(x[bad[0]])}")
+    if not 0 < number(level, "bootstrap_mean: level") < 1:
+        raise ScenarioError(f"bootstrap_mean: level: must be in (0, 1), got {show(level)}")
+    count(resamples, "bootstrap_mean: resamples")
     means = x[np.random.default_rng(seed).integers(0, x.size, (resamples, x.size))].mean(axis=1)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail])

@@ -121,6 +121,11 @@ def policy_summary(s: Schedule) -> dict:
     }
 
 
+def _seconds(t: float) -> str:
+    """A JCT for the table: 2 decimals, or 4 digits and an exponent from 1e6 s on (9 characters at most)."""
+    return f"{t:.2f}" if abs(t) < 1e6 else f"{t:.3e}"
+
+
 def policy_table(results: dict[str, Schedule]) -> str:
     """Mean / p90 / max JCT, GPU utilization per policy, and the mean JCT change against the best and
     worst of the placement heuristics in `results`."""
@@ -130,11 +135,11 @@ def policy_table(results: dict[str, Schedule]) -> str:
     ]
     for name, s in results.items():
         x = policy_summary(s)
-        rel = f"{x['mean_jct'] / min(heur) - 1:>+9.1%}{x['mean_jct'] / max(heur) - 1:>+9.1%}" if heur else ""
-        lines.append(
-            f"{name:<14}{x['mean_jct']:>10.2f}{x['p90_jct']:>10.2f}{x['max_jct']:>10.2f}"
-            f"{x['gpu_utilization']:>10.1%}{rel}"
+        rel = (
+            f" {x['mean_jct'] / min(heur) - 1:>+8.1%} {x['mean_jct'] / max(heur) - 1:>+8.1%}" if heur else ""
         )
+        jct = "".join(f" {_seconds(x[k]):>9}" for k in ("mean_jct", "p90_jct", "max_jct"))
+        lines.append(f"{name:<14}{jct}{x['gpu_utilization']:>10.1%}{rel}")
     lines.append("(JCT in s; vs best / worst: mean JCT against the best / worst placement heuristic here;")
     lines.append(
         " DeepShare reports {:+.1%} / {:+.1%} for its RL policies, arXiv 2310.20209)".format(

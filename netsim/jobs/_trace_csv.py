@@ -16,8 +16,8 @@ TRACE_COLUMNS = ("arrival", "model", "gpus", "nodes", "iterations")
 
 def read_job_trace(path) -> list[Job]:
     """Jobs from a trace CSV: a header with `arrival,model,gpus,nodes,iterations` (any order; an `id`
-    column optional, default "j{row}"; `nodes` optional and informational; "#" lines are comments).
-    Models are names of MODELS."""
+    column optional, default "j{row}"; `nodes` optional and informational, but if given an integer in
+    [1, gpus]; "#" lines are comments). Models are names of MODELS."""
     table = read_csv(path)
     header, rows = table.columns, table.rows
     missing = [c for c in TRACE_COLUMNS if c != "nodes" and c not in header]
@@ -37,10 +37,27 @@ def read_job_trace(path) -> list[Job]:
             job = Job.of(r.get("id") or f"j{row}", r["model"], arrival=arrival, gpus=gpus, iterations=its)
         except ScenarioError as e:
             raise ScenarioError(f"{where}: {e}") from None
+        _check_nodes(r.get("nodes"), gpus, where)
         jobs.append(job)
     if not jobs:
         raise ScenarioError(f"{path}: no jobs")
     return jobs
+
+
+def _check_nodes(cell: str | None, gpus: int, where: str) -> None:
+    """A `nodes` cell: empty (unknown), or the servers a job of `gpus` GPUs spans, 1..gpus. Not checked
+    against the cluster: it records where DeepShare measured the configuration (up to 8 servers), and the
+    placement is the policy's."""
+    if cell is None or not cell.strip():
+        return
+    try:
+        nodes = int(cell)
+    except ValueError:
+        nodes = None
+    if nodes is None or not 1 <= nodes <= gpus:
+        raise ScenarioError(
+            f"{where}: nodes: expected an integer in [1, gpus = {gpus}] (servers the job spans), got {cell!r}"
+        )
 
 
 def format_job_trace(jobs: Sequence[Job], nodes: Mapping[str, int] | None = None) -> str:

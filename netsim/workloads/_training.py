@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._checks import choice, count, number, read_text
+from .._checks import choice, count, fraction, number, read_text, show
 from .._scenario import Flow, Scenario, ScenarioError, Task
 from ..data import DATA_DIR
 from ._base import Fabric, Workload, concat
@@ -263,15 +263,36 @@ class ComputeModel:
                 number(getattr(self, name), f"ComputeModel.{name}", positive=True)
         for name in self.FITTED:
             number(getattr(self, name), f"ComputeModel.{name}", positive=name != "step_overhead")
+        for name in ("gemm_efficiency", "memory_efficiency"):
+            fraction(getattr(self, name), f"ComputeModel.{name}")
 
     @classmethod
     def load(cls, path: str | pathlib.Path | None = None) -> ComputeModel:
-        """The fitted model shipped in netsim/data/training_a100.json (or a JSON file of the same form)."""
+        """The fitted model shipped in netsim/data/training_a100.json (or a JSON file of the same form:
+        an object whose "compute" entry holds fields of this class). ScenarioError names the file."""
         import json
 
         path = DATA_DIR / "training_a100.json" if path is None else path
-        values = json.loads(read_text(path))["compute"]
-        return cls(**values)
+        name = str(path)
+        try:
+            data = json.loads(read_text(path))
+        except RecursionError:
+            raise ScenarioError(f"{name}: not a compute model: JSON nested too deeply") from None
+        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
+            raise ScenarioError(f"{name}: not valid JSON: {e}") from None
+        if not isinstance(data, dict) or "compute" not in data:
+            raise ScenarioError(f"{name}: no 'compute' entry")
+        values = data["compute"]
+        if not isinstance(values, dict):
+            raise ScenarioError(f"{name}: compute: expected an object of fields, got {show(values)}")
+        known = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(map(str, set(values) - set(known)))
+        if unknown:
+            raise ScenarioError(f"{name}: compute: unknown field(s) {unknown}; known: {known}")
+        try:
+            return cls(**values)
+        except ScenarioError as e:
+            raise ScenarioError(f"{name}: {e}") from None
 
     def on(self, device: str) -> ComputeModel:
         """This model with peak_flops and memory_bandwidth filled from GPUS[device] where unset."""

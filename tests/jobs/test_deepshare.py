@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from netsim import ScenarioError
-from netsim.jobs import MODELS, DeepShareTable, deepshare_mix, parse_key
+from netsim.jobs import MODELS, DeepShareTable, deepshare_mix, parse_key, spearman
 from netsim.traces import TraceError
 
 
@@ -43,3 +43,16 @@ def test_bad_tables_are_clear_errors(tmp_path):
     iso.write_text(',isol_thp\n"MoE,2,2",1.0,3\n')
     with pytest.raises(TraceError, match=r"iso\.csv:2: CSV row has 3 cells, the header has 2"):
         DeepShareTable.load(str(iso))
+
+
+def test_spearman_ranks_and_refuses_bad_input():
+    assert spearman([1, 2, 3], [10, 30, 20]) == pytest.approx(0.5)
+    assert spearman([1, 2, 2], [3, 2, 1]) == pytest.approx(-np.sqrt(3) / 2)  # ties share their mean rank
+    assert np.isnan(spearman([1, 1], [1, 2]))  # a constant side: no correlation defined
+    with pytest.raises(ScenarioError, match="spearman: x has 3 values but y has 2; expected as many"):
+        spearman([1, 2, 3], [1, 2])
+    for n in (0, 1):
+        with pytest.raises(ScenarioError, match=f"spearman: expected at least 2 points, got {n}"):
+            spearman([1.0] * n, [2.0] * n)
+    with pytest.raises(ScenarioError, match=r"spearman: y\[1\]: must be a finite number, got nan"):
+        spearman([1, 2], [1, np.nan])

@@ -26,6 +26,7 @@ from netsim.jobs import (
     deepshare_trace,
     format_job_trace,
     job_workload,
+    policy_table,
     read_job_trace,
     schedule,
 )
@@ -453,6 +454,52 @@ def test_cli_jobs_smoke(tmp_path, capsys):
     assert len(data["policies"]["packed"]["jobs"]) == 3
     assert cli.main(["jobs", str(trace), "--policy", "nope", "--cluster", "2x4"]) == 2
     assert "unknown ['nope']" in capsys.readouterr().err
+
+
+def test_trace_nodes_column_is_checked(tmp_path):
+    path = tmp_path / "t.csv"
+    head = "arrival,model,gpus,nodes,iterations\n"
+    for nodes in ("0", "-1", "3", "x", "1.5"):
+        path.write_text(head + f"0,MoE,2,1,3\n0,MoE,2,{nodes},3\n")
+        with pytest.raises(
+            ScenarioError,
+            match=rf"t\.csv: row 2: nodes: expected an integer in \[1, gpus = 2\].*got '{nodes}'",
+        ):
+            read_job_trace(path)
+    # empty (unknown), and more servers than a cluster has (DeepShare measured on 8): read
+    path.write_text(head + "0,MoE,2,,3\n0,MoE,8,8,3\n")
+    assert [j.gpus for j in read_job_trace(path)] == [2, 8]
+
+
+def test_cli_jobs_cluster_error_names_the_option_once(tmp_path, capsys):
+    trace = tmp_path / "t.csv"
+    trace.write_text(format_job_trace([Job.of("a", "MoE", arrival=0.0, gpus=2, iterations=2)]))
+    assert cli.main(["jobs", str(trace), "--cluster", "0x0", "--no-compile-cache"]) == 2
+    assert capsys.readouterr().err == "netsim: error: --cluster: expected SxG with S, G >= 1, got '0x0'\n"
+
+
+def test_policy_table_keeps_huge_jcts_apart():
+    class Fake:  # what policy_table reads of a Schedule
+        def __init__(self, jct):
+            self.mean_jct, self.makespan, self.gpu_utilization = jct, 2 * jct, 0.5
+
+        def jct_percentile(self, q):
+            return self.mean_jct * (1 + q / 100)
+
+    table = policy_table({"packed": Fake(1.7607232785633e10), "greedy-contention": Fake(12.5)})
+    lines = table.splitlines()
+    # every cell its own word, however long the name or large the number
+    assert lines[1].split() == [
+        "packed",
+        "1.761e+10",
+        "3.345e+10",
+        "3.521e+10",
+        "50.0%",
+        "+140857862185.1%",
+        "+0.0%",
+    ]
+    assert lines[2].split() == ["greedy-contention", "12.50", "23.75", "25.00", "50.0%", "+0.0%", "-100.0%"]
+    assert lines[1].index("50.0%") == lines[0].index("GPU util") + 3  # the JCT columns keep their width
 
 
 @pytest.fixture

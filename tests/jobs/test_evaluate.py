@@ -22,6 +22,23 @@ def test_bootstrap_mean_matches_the_normal_interval():
         bootstrap_mean([1.0])
 
 
+@pytest.mark.parametrize(
+    "x, kwargs, message",
+    [
+        ([np.nan, 1.0], {}, r"bootstrap_mean: x\[0\]: must be a finite number, got nan"),
+        ([1.0, np.inf, 2.0], {}, r"bootstrap_mean: x\[1\]: must be a finite number, got inf"),
+        ([1.0, 2.0], {"level": 2}, r"bootstrap_mean: level: must be in \(0, 1\), got 2"),
+        ([1.0, 2.0], {"level": 0.0}, r"bootstrap_mean: level: must be in \(0, 1\), got 0.0"),
+        ([1.0, 2.0], {"level": np.nan}, "bootstrap_mean: level: must be a finite number, got nan"),
+        ([1.0, 2.0], {"resamples": 0}, "bootstrap_mean: resamples: expected an integer >= 1, got 0"),
+        (["a", "b"], {}, "bootstrap_mean: x: expected a list of numbers"),
+    ],
+)
+def test_bootstrap_mean_refuses_bad_input(x, kwargs, message):
+    with pytest.raises(ScenarioError, match=message):
+        bootstrap_mean(x, **kwargs)
+
+
 def test_paired_change_removes_the_spread_between_traces():
     # traces of very different JCT, a policy 10% slower on every one: the change is +10% exactly, while
     # the two means' own intervals overlap

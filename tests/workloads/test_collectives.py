@@ -267,6 +267,17 @@ def test_bus_factors_follow_nccl_tests():
     c = coll.allreduce(names(n), S)
     assert c.algbw(2e-3) == S / 2e-3
     assert c.busbw(2e-3) == S / 2e-3 * 2 * 7 / 8
+    assert c.busbw(np.float64(2e-3)) == c.busbw(np.asarray(2e-3)) == c.busbw(2e-3)  # a result's makespan
+
+
+@pytest.mark.parametrize("time", [0, 0.0, -1.0, float("nan"), float("inf"), "2 ms", None, True])
+def test_bandwidths_refuse_a_time_that_is_not_a_positive_number(time):
+    c = coll.allreduce(names(8), S)
+    for method in ("busbw", "algbw"):
+        with pytest.raises(
+            netsim.ScenarioError, match=rf"{method}: time: must be a finite number of seconds > 0, got "
+        ):
+            getattr(c, method)(time)
 
 
 # --- data movement: replay the transfers against the dependency DAG -----------------------------

@@ -312,3 +312,10 @@ def test_predict_layouts_from_python_batches_rows_as_one_simulation_each(tmp_pat
     assert records[0]["error"] == pytest.approx(records[0]["predicted_s"] / 0.010 - 1)
     assert records[0]["topology"] == topo.name and records[0]["fits"] is True
     assert lines[0] == "2 rows in 1 batches" and lines[-1].startswith("batch of 2 rows")
+
+
+def test_compute_model_efficiencies_are_fractions():
+    for name in ("gemm_efficiency", "memory_efficiency"):
+        with pytest.raises(ScenarioError, match=rf"ComputeModel.{name}: must be in \(0, 1\], got 1.5"):
+            ComputeModel(**{name: 1.5})
+    assert ComputeModel(gemm_efficiency=1.0, memory_efficiency=1.0).gemm_efficiency == 1.0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING
 
+from ..._checks import show
 from ..._scenario import Scenario, ScenarioError
 from ..._units import format_quantity
 from .._base import Fabric, Workload
@@ -34,6 +36,17 @@ def bus_factor(kind: str, n: int) -> float:
     if kind not in _BUS_FACTOR:
         raise ScenarioError(f"collective kind: unknown {kind!r}; known: {sorted(_BUS_FACTOR)}")
     return float(_BUS_FACTOR[kind](n))
+
+
+def _run_time(time, where: str) -> float:
+    """`time` (s; a number or a 0-d array such as a result's makespan) as a float, if finite and > 0."""
+    try:
+        t = None if isinstance(time, bool | str | bytes) else float(time)
+    except (TypeError, ValueError, OverflowError):
+        t = None
+    if t is None or not math.isfinite(t) or t <= 0:
+        raise ScenarioError(f"{where}: time: must be a finite number of seconds > 0, got {show(time)}")
+    return t
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,12 +116,13 @@ class Collective:
         return bus_factor(self.kind, self.n)
 
     def algbw(self, time: float) -> float:
-        """nccl-tests' algorithm bandwidth S / t (bytes/s) for a run that took `time` s."""
-        return self.size / time
+        """nccl-tests' algorithm bandwidth S / t (bytes/s) for a run that took `time` s (a finite number
+        > 0, else ScenarioError)."""
+        return self.size / _run_time(time, "algbw")
 
     def busbw(self, time: float) -> float:
         """nccl-tests' bus bandwidth algbw * factor (bytes/s), comparable to a link's bandwidth."""
-        return self.algbw(time) * self.bus_factor
+        return self.size / _run_time(time, "busbw") * self.bus_factor
 
     def scenario(
         self, fabric: Fabric, costs: CostModel | None = None, *, name: str | None = None
