@@ -11,6 +11,7 @@ sum, product and quotient the engine forms finite.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import numbers
@@ -263,6 +264,10 @@ def atomic_path(path: str | os.PathLike, *, durable: bool = False) -> Iterator[s
     block succeeds and removes it when it fails. Readers never see half a file. durable: fsync the file
     before the rename, so a crash right after cannot leave a renamed but empty file."""
     path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):  # said of the user's path, not of the temporary name beside it
+        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
+        raise FileNotFoundError(errno.ENOENT, f"folder {folder!r} {what}", path)
     remove_stale_temps(path)
     tmp = _temp_name(path)
     try:

@@ -25,6 +25,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import kernels
 from ._cache import executable
+from ._checks import count
 from ._compile import Compiled, bucket
 from ._errors import ScenarioError, SimulationError, check_tolerance
 from ._progress import doing, expect_compile
@@ -513,6 +514,7 @@ def run_batch(
             post-run check (`find_fault`; always: it means a bug, never bad input).
     """
     keep = tuple(keep)
+    max_events = count(max_events, "max_events")
     tolerance = check_tolerance(tolerance)
     unknown = [k for k in keep if k not in OUTPUTS]
     if unknown:

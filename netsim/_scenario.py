@@ -13,7 +13,18 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._checks import identifier, identifiers, number, quantity, read_text, show, text, to_json, write_atomic
+from ._checks import (
+    MIN_BANDWIDTH,
+    identifier,
+    identifiers,
+    number,
+    quantity,
+    read_text,
+    show,
+    text,
+    to_json,
+    write_atomic,
+)
 from ._errors import ScenarioError
 
 __all__ = ["Flow", "Link", "Scenario", "ScenarioError", "SharedResource", "Task"]
@@ -311,6 +322,14 @@ def _checked(cls: type, values: Mapping[str, Any], where: str) -> dict[str, Any]
             raise ScenarioError(
                 f"{where}.{extra[0]}: set only on a packetized link: give packet_bytes too"
                 f" (got {extra[0]}={show(values[extra[0]])} without it)"
+            )
+    elif cls is Link and out.get("bandwidth") is not None:  # what flows share must be a bandwidth too
+        packet, header = out["packet_bytes"], out.get("header_bytes") or 0.0
+        payload = out["bandwidth"] * packet / (packet + header)
+        if not payload >= MIN_BANDWIDTH:
+            raise ScenarioError(
+                f"{where}.header_bytes: leaves a payload bandwidth of {payload:.3g} B/s (bandwidth x"
+                f" packet_bytes / (packet_bytes + header_bytes)), below netsim's {MIN_BANDWIDTH:g} B/s"
             )
     if cls is Flow and out["src"] == out["dst"]:
         raise ScenarioError(

@@ -8,6 +8,7 @@ import jax
 import numpy as np
 
 from . import kernels
+from ._checks import count
 from ._compile import Compiled, compile_scenario
 from ._errors import check_status, check_tolerance
 from ._progress import Progress, _clock
@@ -91,7 +92,7 @@ def simulate(
     """
     compiled = scenario if isinstance(scenario, Compiled) else compile_scenario(scenario)
     tolerance = check_tolerance(tolerance)
-    bound = compiled.max_events if max_events is None else int(max_events)
+    bound = compiled.max_events if max_events is None else count(max_events, "max_events")
     t0 = time.perf_counter()
     with jax.enable_x64(True):  # simulated time is float64; scoped, so the caller's config is untouched
         if progress:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 
 import h5py
 import numpy as np
 
+from .._checks import atomic_path
 from ._core import TraceError
 from ._csv import CsvTable
 from ._nccl import NcclDevice, NcclTable
@@ -34,29 +34,18 @@ _NONE = "__none__"  # P2PMatrix.p2p is None for the connectivity matrix; HDF5 at
 
 def save_trace(trace: Trace, path: str | os.PathLike) -> None:
     """Writes `trace` to an HDF5 file at `path` (temporary file + rename: never half a file)."""
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(
-        dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=os.path.basename(path)
-    )
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
-            f.attrs["source"] = trace.source
-            f.attrs["machine"] = trace.machine
-            f.attrs["header"] = "\n".join(trace.header)
-            f.attrs["n_header"] = len(trace.header)
-            tables = f.create_group("tables")
-            for k, table in enumerate(trace.tables):
-                g = tables.create_group(f"{k:04d}")
-                g.attrs["type"] = type(table).__name__
-                for field in dataclasses.fields(table):
-                    _put(g, field.name, getattr(table, field.name))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["format"] = FORMAT
+        f.attrs["source"] = trace.source
+        f.attrs["machine"] = trace.machine
+        f.attrs["header"] = "\n".join(trace.header)
+        f.attrs["n_header"] = len(trace.header)
+        tables = f.create_group("tables")
+        for k, table in enumerate(trace.tables):
+            g = tables.create_group(f"{k:04d}")
+            g.attrs["type"] = type(table).__name__
+            for field in dataclasses.fields(table):
+                _put(g, field.name, getattr(table, field.name))
 
 
 def load_trace(path: str | os.PathLike) -> Trace:
