@@ -8,6 +8,8 @@ nodes are "n{s}/gpu{i}", and a flow between servers leaves by the sending GPU's 
 
 from __future__ import annotations
 
+import dataclasses
+
 from ._cluster import rail_optimized
 from ._common import bandwidth, count
 from ._compose import cluster
@@ -91,8 +93,9 @@ def _dgx_cluster(server: Topology, nodes: int, nic_bandwidth, name: str | None) 
     """`nodes` copies of `server` on a rail-optimized fabric, named "{server}:{nodes}"; the server alone for
     one node."""
     nodes = count(nodes, "nodes")
+    nic = bandwidth(nic_bandwidth, "nic_bandwidth")  # checked for one node too, where no fabric uses it
     if nodes == 1:
-        return server
+        return dataclasses.replace(server, name=name) if name else server
     gpus = len(server.gpus())
-    fabric = rail_optimized(nodes, gpus, nic_bandwidth=bandwidth(nic_bandwidth, "nic_bandwidth"))
+    fabric = rail_optimized(nodes, gpus, nic_bandwidth=nic)
     return cluster(fabric, server, name=name or f"{server.name}:{nodes}")

@@ -41,6 +41,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Protocol
 
+from .._checks import fraction
 from .._scenario import Link, ScenarioError, SharedResource
 from ._common import bandwidth, count, latency, transit_route
 from ._topology import Path, SinglePath, Topology, cable, link_class
@@ -301,7 +302,8 @@ def socket_duplex(topo: Topology, share: float = DUPLEX_SHARE) -> tuple[SharedRe
     their summed bandwidth (ids "socket0<->socket1").
 
     It is a limit of P2P copies between sockets (class "socket"); a topology with P2P off has none:
-    its host-memory traffic does not reach the socket fabric's two-way rate."""
+    its host-memory traffic does not reach the socket fabric's two-way rate. `share` lies in (0, 1]."""
+    share = fraction(share, "share")
     seen, out = set(), []
     for link in topo.links:
         if link_class(topo, link.id) != "socket" or (link.dst, link.src) in seen:

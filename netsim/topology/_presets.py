@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._checks import quantity, read_text, show
+from .._checks import count, quantity, read_text, show
 from .._scenario import ScenarioError
 from ..data import DATA_DIR
 from ._cluster import fat_tree, leaf_spine
@@ -168,6 +168,7 @@ def sized_cluster(shape: str, gpus: int) -> Topology | None:
     None when `shape` is no such name."""
     if shape not in SERVER_GPUS:
         return None
+    gpus = count(gpus, "gpus")  # the caller's figure, not the server count derived from it
     return CLUSTERS[shape][1](-(-gpus // SERVER_GPUS[shape]))
 
 
@@ -186,7 +187,10 @@ def _cluster(name: str) -> Topology | None:
         raise ScenarioError(
             f"topology: {name!r}: expected {CLUSTERS[kind][0].split(': ')[-1]} with whole numbers >= 1"
         )
-    return CLUSTERS[kind][1](*sizes)
+    try:
+        return CLUSTERS[kind][1](*sizes)
+    except ScenarioError as e:
+        raise ScenarioError(f"topology: {name!r}: {e}") from None
 
 
 def _servers_under_fabric(name: str, **server) -> Topology | None:
@@ -235,7 +239,10 @@ def pcie_spec(name: str, **pcie) -> Topology | None:
     except (IndexError, ValueError, KeyError):
         raise ScenarioError(f"topology: {name!r}: expected {usage}") from None
     kw = {"sockets": 1} | kw
-    topo = pcie_server(gpus, name=name, **kw, **pcie)
+    try:
+        topo = pcie_server(gpus, name=name, **kw, **pcie)
+    except ScenarioError as e:
+        raise ScenarioError(f"topology: {name!r}: {e}") from None
     return dataclasses.replace(topo, shared=pcie_shared(topo))
 
 

@@ -109,7 +109,10 @@ def parse_nvidia_smi_topo(text: str) -> TopoMatrix:
         raise ScenarioError(
             "nvidia-smi topo: no matrix header (a line of device names starting with GPU0) found"
         )
-    return _parse(lines, start)[0]
+    try:
+        return _parse(lines, start)[0]
+    except _LineError as e:  # the line's number is in the message; callers see the public type
+        raise ScenarioError(str(e)) from None
 
 
 def _parse(lines: Sequence[str], start: int) -> tuple[TopoMatrix, int]:
