@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -280,7 +281,26 @@ def calibrate(
             collectives were measured at two or more rank counts (else it cannot be told apart from
             the per-step overhead).
         **fit_kwargs: passed to `fit` (steps, learning_rate, progress, ...).
+
+    Raises:
+        ScenarioError: `traces` is not a list of Traces (e.g. file names: read them with `read_trace`), or
+            none of their tables can be simulated.
     """
+    if isinstance(traces, str | os.PathLike | Trace) or not isinstance(traces, Iterable):
+        raise ScenarioError(
+            f"calibrate: traces: expected a list of Traces (netsim.traces.read_trace), got {traces!r}"
+        )
+    traces = list(traces)
+    for i, t in enumerate(traces):
+        if not isinstance(t, Trace):
+            read = (
+                " (a file name: read it with netsim.traces.read_trace)"
+                if isinstance(t, str | os.PathLike)
+                else ""
+            )
+            raise ScenarioError(
+                f"calibrate: traces[{i}]: expected a Trace, got {type(t).__name__} {t!r}{read}"
+            )
     spec = spec or Spec.for_topology(topo, staged=staged, regimes=costs.regimes if costs else None)
     notes: list[str] = []
     experiments = [

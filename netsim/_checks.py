@@ -258,16 +258,23 @@ def fsync(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def folder_problem(path: str | os.PathLike) -> str | None:
+    """Why no file can be made at `path`: its folder is missing, or is a file (None: the folder exists)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(folder):
+        return None
+    return f"folder {folder!r} " + ("is a file, not a folder" if os.path.exists(folder) else "does not exist")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, durable: bool = False) -> Iterator[str]:
     """Yields a temporary name beside `path` (`.NAME.tmp-PID`) to write to; renames it onto `path` when the
     block succeeds and removes it when it fails. Readers never see half a file. durable: fsync the file
     before the rename, so a crash right after cannot leave a renamed but empty file."""
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):  # said of the user's path, not of the temporary name beside it
-        what = "is a file, not a folder" if os.path.exists(folder) else "does not exist"
-        raise FileNotFoundError(errno.ENOENT, f"folder {folder!r} {what}", path)
+    problem = folder_problem(path)
+    if problem:  # said of the user's path, not of the temporary name beside it
+        raise FileNotFoundError(errno.ENOENT, problem, path)
     remove_stale_temps(path)
     tmp = _temp_name(path)
     try:

@@ -172,6 +172,16 @@ def test_bad_output_paths_fail_before_simulating(tmp_path):
     assert "simulating" not in p.stderr  # refused before any work
 
 
+def test_an_output_under_a_file_says_the_file_is_not_a_folder(tmp_path, capsys):
+    scenario = tmp_path / "s.json"
+    scenario.write_text((EXAMPLES / "pcie_ring_allreduce.json").read_text())
+    for out in ("s.json/x.json", "s.json/a/x.json"):
+        rc = cli.main(["run", str(scenario), "--out", str(tmp_path / out), "--no-compile-cache"])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"--out: {str(scenario)!r} is a file, not a folder" in err, err
+        assert "does not exist" not in err and "simulating" not in err
+
+
 def test_version(tmp_path):
     p = netsim("--version", cwd=tmp_path)
     assert p.returncode == 0 and p.stdout.startswith("netsim ")

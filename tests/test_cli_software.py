@@ -26,3 +26,11 @@ def test_software_choices(capsys):
 def test_a_software_source_without_costs_is_refused(capsys):
     rc = cli.main(["collective", "all_reduce", "-t", "pcie-4gpu", "--software", "pcie-8gpu"])
     assert rc == 2 and "--software" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("path", ["/nonexist.json", "no/such/costs", "absent.json"])
+def test_a_software_file_that_does_not_exist_is_named(capsys, tmp_path, monkeypatch, path):
+    monkeypatch.chdir(tmp_path)
+    rc = cli.main(["collective", "all_reduce", "-t", "pcie-4gpu", "--software", path])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"netsim: error: --software: file {path!r} does not exist" in err, err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ._common import TOPOLOGY_HELP
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
 def _calibrate(args: argparse.Namespace) -> int:
     from netsim.calibrate import calibrate, check_layout, check_transports, plot_fit
     from netsim.calibrate.presets import save
-    from netsim.topology import PRESETS, load, load_costs, topology_entry
+    from netsim.topology import PRESETS, load, load_costs, read_calibration, topology_entry
     from netsim.traces import read_trace
 
     from .._checks import count, number
@@ -44,6 +45,16 @@ def _calibrate(args: argparse.Namespace) -> int:
     inputs = {f"trace {t}": t for t in args.traces} | topology_input(args.topology)
     check_outputs(inputs, {"--out": (args.out, (".json",)), "--plot": (args.plot, (".png",))})
     entry = topology_entry(args.topology)
+    if entry is None and os.path.isfile(args.topology):  # a JSON file: a scenario, sweep spec, ...
+        try:
+            read_calibration(args.topology)  # says so when it is not valid JSON
+        except ScenarioError as e:
+            raise ScenarioError(f"--topology {e}") from None
+        raise ScenarioError(
+            f'--topology {args.topology!r} is a JSON file without a "topology" entry, so not a calibration '
+            'file: a calibration JSON (`netsim calibrate --out`) names its machine under "topology" (a preset '
+            'name or {"nvidia_smi_topo": text}); a topology file is an `nvidia-smi topo -m` text file'
+        )
     if entry is None:
         raise ScenarioError(
             f"--topology {args.topology!r} is neither a topology preset ({', '.join(PRESETS)}) nor a file"

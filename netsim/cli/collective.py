@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import sys
 from typing import Any
 
@@ -348,6 +349,9 @@ def software_costs(choice: str, topology: str):
         return None
     if choice == "nccl":
         return CostModel.default()
+    looks_like_path = choice.endswith(".json") or "/" in choice or os.sep in choice
+    if choice != "auto" and looks_like_path and not os.path.exists(choice):
+        raise ScenarioError(f"--software: file {choice!r} does not exist")
     costs = load_costs(topology if choice == "auto" else choice)
     if costs is None and choice != "auto":
         raise ScenarioError(f"--software: {choice!r} is none, nccl, or a calibration with software costs")

@@ -16,14 +16,14 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
 from .. import kernels
-from .._checks import quantity
+from .._checks import folder_problem, quantity
 from .._compile import Compiled, Shape, compile_scenario
 from .._progress import Progress
 from .._runner import run_batch
@@ -117,7 +117,11 @@ class Sweep:
     busbw: BusBandwidth | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "axes", tuple(self.axes))
+        given = self.axes  # as a JSON spec's "axes": a sweep varies something
+        axes = tuple(given) if isinstance(given, Iterable) and not isinstance(given, str | Axis) else ()
+        if not axes:
+            raise SweepError(f"axes: expected a non-empty list of axis objects, got {given!r}")
+        object.__setattr__(self, "axes", axes)
         if not isinstance(self.scenario, Scenario):
             raise SweepError(f"scenario: expected a netsim.Scenario, got {type(self.scenario).__name__}")
         names = [a.name for a in self.axes]
@@ -314,6 +318,9 @@ class Sweep:
         """
         if out is not None:
             out = check_out_path(out)
+            problem = folder_problem(out)
+            if problem:  # found before the sweep runs, and said of this path, not of a temporary beside it
+                raise SweepError(f"out: {out!r}: {problem}")
         if chunk_size is not None and (
             isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) or chunk_size < 1
         ):

@@ -50,6 +50,20 @@ def test_unknown_topology(tmp_path, capsys):
     refused(capsys, rc, "--topology 'no-such-box' is neither a topology preset")
 
 
+def test_a_topology_file_that_is_not_a_calibration_says_what_it_lacks(tmp_path, capsys):
+    scenario = tmp_path / "s.json"  # a scenario, not a calibration: no "topology" entry
+    scenario.write_text(json.dumps({"name": "s", "links": [], "flows": []}))
+    trace = p2p_trace(tmp_path)
+    rc = run([str(trace), "--topology", str(scenario), "--out", str(tmp_path / "p.json")])
+    err = refused(capsys, rc, f'--topology {str(scenario)!r} is a JSON file without a "topology" entry')
+    assert "nor a file" not in err and "nvidia-smi topo -m" in err
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"topology":')
+    rc = run([str(trace), "--topology", str(broken), "--out", str(tmp_path / "p.json")])
+    refused(capsys, rc, f"--topology {broken}: not valid JSON")
+    assert not (tmp_path / "p.json").exists()
+
+
 def test_malformed_trace_names_file_and_line(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text(
@@ -242,3 +256,25 @@ def test_library_fit_options_are_checked_before_fitting(kwargs, match):
     trace = read_trace(trace_path("m01_8x4090_2xEPYC7542_allreduce_p2p_on.txt"))
     with pytest.raises(ScenarioError, match=match):
         calibrate([trace], preset("rtx4090-8x-epyc7542"), progress=None, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("traces", "match"),
+    [
+        (
+            ["some/path.txt"],
+            r"calibrate: traces\[0\]: expected a Trace, got str 'some/path.txt' \(a file name: "
+            r"read it with netsim\.traces\.read_trace\)",
+        ),
+        ("some/path.txt", r"calibrate: traces: expected a list of Traces .*, got 'some/path.txt'"),
+        ([None], r"calibrate: traces\[0\]: expected a Trace, got NoneType None"),
+    ],
+)
+def test_library_calibrate_refuses_what_is_not_a_trace(traces, match):
+    from netsim.calibrate import calibrate
+
+    from netsim import ScenarioError
+    from netsim.topology import preset
+
+    with pytest.raises(ScenarioError, match=match):
+        calibrate(traces, preset("rtx4090-8x-epyc7542"), progress=None)

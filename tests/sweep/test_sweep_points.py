@@ -180,3 +180,10 @@ def test_bandwidth_axis_scales_shared_budgets_as_topology_scaled():
             ref = ref.scaled(link, f)
         ref = ref.scaled("x<->y", max(axis.value[row][:2]))  # scaling one direction leaves the budget
         assert drawn.makespan[row] == pytest.approx(netsim.simulate(ref.scenario(flows)).makespan, rel=1e-13)
+
+
+@pytest.mark.parametrize("axes", [[], (), None])
+def test_no_axes_is_refused_as_in_a_json_spec(axes):
+    # the same words as load_spec's for "axes": []
+    with pytest.raises(SweepError, match=r"^axes: expected a non-empty list of axis objects, got "):
+        Sweep(diamond(), axes)

@@ -119,6 +119,21 @@ def test_bad_chunk_size_or_suffix_writes_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_out_in_a_missing_folder_is_refused_before_running(tmp_path, monkeypatch):
+    sweep = grid_sweep()
+    monkeypatch.setattr(type(sweep), "plan", lambda self: pytest.fail("planned before checking out"))
+    missing = tmp_path / "nope" / "x.h5"
+    with pytest.raises(
+        SweepError, match=f"^out: {str(missing)!r}: folder {str(missing.parent)!r} does not exist$"
+    ):
+        sweep.run(missing, chunk_size=CHUNK, progress=False)
+    (tmp_path / "s.json").write_text("{}")
+    under_file = tmp_path / "s.json" / "x.h5"
+    with pytest.raises(SweepError, match="is a file, not a folder"):
+        sweep.run(under_file, chunk_size=CHUNK, progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+
+
 def test_resume_reruns_chunks_with_rows_not_run(tmp_path, uninterrupted):
     # a chunk marked done (with a matching checksum) whose rows still say NOT_RUN is not final
     path = tmp_path / "n.h5"
