@@ -48,8 +48,12 @@ def compile_batch(scenarios: Sequence[Scenario | Compiled], *, shape: Shape | No
     Raises:
         ScenarioError: naming the scenario (by position) and the field at fault.
     """
+    if isinstance(scenarios, Scenario | Compiled) or not isinstance(scenarios, Sequence):
+        raise ScenarioError(f"scenarios: expected a list of scenarios, got {type(scenarios).__name__}")
     if not scenarios:
         raise ScenarioError("scenarios: an empty batch")
+    if shape is not None and not isinstance(shape, Shape):
+        raise ScenarioError(f"shape: expected a netsim.Shape, got {type(shape).__name__}")
     compiled = []
     for i, s in enumerate(scenarios):
         try:
@@ -64,5 +68,17 @@ def compile_batch(scenarios: Sequence[Scenario | Compiled], *, shape: Shape | No
 
 
 def stack(trees: Sequence) -> object:
-    """Stacks equal-shaped pytrees (e.g. Network or Program of several scenarios) along a new batch axis."""
-    return jax.tree.map(lambda *xs: np.stack(xs), *trees)
+    """Stacks equal-shaped pytrees (e.g. Network or Program of several scenarios) along a new batch axis.
+
+    Raises:
+        ScenarioError: no trees, or trees of different structures or shapes (compile_batch pads scenarios
+            to one shape first).
+    """
+    if not isinstance(trees, Sequence) or not trees:
+        raise ScenarioError(f"stack: expected a non-empty list of pytrees, got {trees!r:.80}")
+    try:
+        return jax.tree.map(lambda *xs: np.stack(xs), *trees)
+    except ValueError as e:  # numpy's "all input arrays must have the same shape", or another structure
+        raise ScenarioError(
+            f"stack: the trees differ in structure or shape ({e}); compile_batch pads to one shape"
+        ) from None

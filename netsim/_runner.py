@@ -25,7 +25,7 @@ from jax.sharding import PartitionSpec as P
 
 from . import kernels
 from ._cache import executable
-from ._checks import count
+from ._checks import choice, count
 from ._compile import Compiled, bucket
 from ._errors import ScenarioError, SimulationError, check_tolerance
 from ._progress import doing, expect_compile
@@ -126,6 +126,16 @@ def check_inputs(network: Network, program: Program) -> None:
     """
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((network, program))):
         return  # traced inside a caller's function: its own host boundary checked the values
+    for where, part, fields in (
+        ("network", network, ("capacity", "latency")),
+        ("program", program, ("route", "size", "release", "overhead", "after")),
+    ):
+        for name in fields:
+            x = getattr(part, name)
+            if not isinstance(x, np.ndarray | jax.Array):
+                raise ScenarioError(f"{where}.{name}: expected an array, got {type(x).__name__}")
+            if name not in ("route", "after") and x.dtype != np.float64:  # time accumulates in float64
+                raise ScenarioError(f"{where}.{name}: expected float64 values, got {x.dtype}")
     counts = {"resources": np.shape(network.capacity), "items": np.shape(program.size)}
 
     def check(x, name: str, per: str, ok, must: str) -> None:
@@ -516,11 +526,14 @@ def run_batch(
     keep = tuple(keep)
     max_events = count(max_events, "max_events")
     tolerance = check_tolerance(tolerance)
+    loop = choice(loop, "loop", ("lax", "checkpointed"))
+    if devices is not None and not len(devices):
+        raise ScenarioError("devices: an empty list; default (None): every device")
     unknown = [k for k in keep if k not in OUTPUTS]
     if unknown:
         raise ScenarioError(f"keep: unknown output(s) {unknown}; known: {list(OUTPUTS)}")
-    axes = batch_axes(network, program)
     check_inputs(network, program)
+    axes = batch_axes(network, program)
     # the inputs' structure reads the axes (None: a shared leaf, or no packets at all)
     treedef = jax.tree.structure((network, program))
     leaves, leaf_axes = treedef.flatten_up_to((network, program)), treedef.flatten_up_to(axes)

@@ -170,6 +170,41 @@ def test_edited_batch_inputs_are_checked_before_tracing(edit, match):
         netsim.run_batch(**inputs, max_events=batch.shape.max_events, throw=False)
 
 
+def test_bad_batch_arguments_are_scenario_errors():
+    # each was a raw ValueError, IndexError or TypeError from numpy, JAX or equinox
+    import equinox as eqx
+
+    scenario = random_scenario(1)
+    batch = netsim.compile_batch([scenario, scenario])
+    net, prog, bound = batch.network, batch.program, batch.shape.max_events
+    run = lambda **kw: netsim.run_batch(**({"network": net, "program": prog, "max_events": bound} | kw))
+    cases = [
+        (
+            lambda: run(network=eqx.tree_at(lambda n: n.capacity, net, np.asarray(net.capacity).tolist())),
+            r"network.capacity: expected an array, got list",
+        ),
+        (
+            lambda: run(
+                network=eqx.tree_at(lambda n: n.capacity, net, np.asarray(net.capacity).astype(np.int64))
+            ),
+            r"network.capacity: expected float64 values, got int64",
+        ),
+        (lambda: run(max_events="x"), r"max_events: expected an integer >= 1, got 'x'"),
+        (lambda: run(devices=[]), r"devices: an empty list"),
+        (lambda: run(loop="bogus"), r"loop: unknown value 'bogus'"),
+        (lambda: netsim.stack([]), r"stack: expected a non-empty list"),
+        (
+            lambda: netsim.stack([prog, netsim.compile_scenario(random_scenario(5)).program]),
+            r"stack: the trees differ in structure or shape",
+        ),
+        (lambda: netsim.compile_batch(scenario), r"scenarios: expected a list of scenarios, got Scenario"),
+        (lambda: netsim.compile_batch([scenario], shape="x"), r"shape: expected a netsim.Shape, got str"),
+    ]
+    for call, match in cases:
+        with pytest.raises(ScenarioError, match=match):
+            call()
+
+
 def test_empty_and_bad_scenarios():
     with pytest.raises(ScenarioError, match="scenarios: an empty batch"):
         netsim.compile_batch([])
