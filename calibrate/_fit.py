@@ -22,7 +22,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 
 from netsim import BatchRun, ScenarioError, SimulationError, jvp_columns
-from netsim.checks import count, format_bytes, number, write_atomic
+from netsim.checks import count, format_bytes, number, samples, write_atomic
 
 from ._model import (
     Experiment,
@@ -505,27 +505,13 @@ def plot_fit(
     return fig
 
 
-def _positive_samples(values, field: str) -> np.ndarray:
-    """`values` as a 1-D float array of finite numbers > 0, or ScenarioError naming `field` and the value."""
-    try:
-        out = np.asarray(values, float)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"{field}: expected a list of numbers, got {values!r:.80}") from None
-    if out.ndim != 1:
-        raise ScenarioError(f"{field}: expected a 1-D list of numbers, got shape {out.shape}")
-    bad = np.flatnonzero(~(np.isfinite(out) & (out > 0)))
-    if bad.size:
-        raise ScenarioError(f"{field}[{bad[0]}]: must be a finite number > 0, got {float(out[bad[0]])!r}")
-    return out
-
-
 def alpha_beta_fit(sizes, times, *, iterations: int = 100) -> tuple[float, float, np.ndarray]:
     """The plain 2-parameter model t = alpha + S / beta, least squares on log time (Gauss-Newton).
 
     sizes (bytes) and times (s): as many of each, at least 2, finite and > 0 (else ScenarioError).
     Returns (alpha s, beta bytes/s, fitted times).
     """
-    s, t = _positive_samples(sizes, "sizes"), _positive_samples(times, "times")
+    s, t = samples(sizes, "sizes", positive=True), samples(times, "times", positive=True)
     if len(s) != len(t):
         raise ScenarioError(f"alpha_beta_fit: {len(s)} sizes but {len(t)} times; expected one time per size")
     if len(s) < 2:

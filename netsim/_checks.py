@@ -109,6 +109,24 @@ def fraction(value: Any, field: str) -> float:
     return float(value)
 
 
+def samples(values: Any, field: str, *, positive: bool = False):
+    """`values` as a 1-D float64 NumPy array of finite numbers (> 0 with positive=True), else a
+    ScenarioError naming `field` and the first bad element by its index."""
+    import numpy as np  # here only: the other checks serve processes that never load NumPy
+
+    try:
+        out = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ScenarioError(f"{field}: expected a list of numbers, got {show(values)}") from None
+    if out.ndim != 1:
+        raise ScenarioError(f"{field}: expected a 1-D list of numbers, got shape {out.shape}")
+    bad = np.flatnonzero(~np.isfinite(out) | (out <= 0 if positive else False))
+    if bad.size:
+        must = "a finite number > 0" if positive else "a finite number"
+        raise ScenarioError(f"{field}[{bad[0]}]: must be {must}, got {float(out[bad[0]])!r}")
+    return out
+
+
 def count(value: Any, field: str, *, minimum: int = 1) -> int:
     """`value` as an int >= minimum: bools, floats (even 2.0) and strings are refused."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

@@ -13,6 +13,7 @@ from ._checks import identifier as identifier
 from ._checks import identifiers as identifiers
 from ._checks import number as number
 from ._checks import quantity as quantity
+from ._checks import samples as samples
 from ._checks import text as text
 from ._checks import to_json as to_json
 from ._checks import write_atomic as write_atomic

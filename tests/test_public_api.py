@@ -98,6 +98,7 @@ def test_check_names():
         "identifiers",
         "number",
         "quantity",
+        "samples",
         "text",
         "to_json",
         "write_atomic",

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import ScenarioError
-from .._checks import show
+from .._checks import samples
 from ..data import trace_path
 from ..traces import read_csv
 from ._traffic import MODELS, Job
@@ -160,21 +160,7 @@ def spearman(x, y) -> float:
     """Spearman rank correlation (ties share their mean rank) of as many x as y, at least 2 finite numbers
     each (ScenarioError otherwise); nan where x or y is constant."""
 
-    def values(v, field):
-        try:
-            v = np.asarray(v, float)
-        except (TypeError, ValueError):
-            raise ScenarioError(f"spearman: {field}: expected a list of numbers, got {show(v)}") from None
-        if v.ndim != 1:
-            raise ScenarioError(f"spearman: {field}: expected a 1-D list of numbers, got shape {v.shape}")
-        bad = np.flatnonzero(~np.isfinite(v))
-        if bad.size:
-            raise ScenarioError(
-                f"spearman: {field}[{bad[0]}]: must be a finite number, got {float(v[bad[0]])}"
-            )
-        return v
-
-    x, y = values(x, "x"), values(y, "y")
+    x, y = samples(x, "spearman: x"), samples(y, "spearman: y")
     if len(x) != len(y):
         raise ScenarioError(f"spearman: x has {len(x)} values but y has {len(y)}; expected as many")
     if len(x) < 2:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from .. import ScenarioError
-from .._checks import count, number, show
+from .._checks import count, number, samples, show
 from ..workloads import Fabric
 from ._deepshare import deepshare_trace
 from ._paces import Paces
@@ -31,15 +31,9 @@ def bootstrap_mean(
 
     x: at least 2 finite numbers; level: the interval's coverage, in (0, 1). ScenarioError otherwise.
     """
-    try:
-        x = np.asarray(x, float)
-    except (TypeError, ValueError):
-        raise ScenarioError(f"bootstrap_mean: x: expected a list of numbers, got {show(x)}") from None
-    if x.ndim != 1 or x.size < 2:
+    x = samples(x, "bootstrap_mean: x")
+    if x.size < 2:
         raise ScenarioError(f"bootstrap_mean: expected at least 2 values, got {x.size}")
-    bad = np.flatnonzero(~np.isfinite(x))
-    if bad.size:
-        raise ScenarioError(f"bootstrap_mean: x[{bad[0]}]: must be a finite number, got {float(x[bad[0]])}")
     if not 0 < number(level, "bootstrap_mean: level") < 1:
         raise ScenarioError(f"bootstrap_mean: level: must be in (0, 1), got {show(level)}")
     count(resamples, "bootstrap_mean: resamples")
