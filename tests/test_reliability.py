@@ -116,6 +116,10 @@ def test_utf16_sweep_spec_reads_like_utf8(tmp_path):
     [
         (["run", "s.json", "--top", "-3"], "argument --top: must be a whole number >= 1, got '-3'"),
         (
+            ["run", "s.json", "--max-events", "0"],
+            "argument --max-events: must be a whole number >= 1, got '0'",
+        ),
+        (
             ["run", "s.json", "--cpu-threads", "100000"],
             "argument --cpu-threads: must be a whole number in [0, ",
         ),
@@ -136,7 +140,13 @@ def test_utf16_sweep_spec_reads_like_utf8(tmp_path):
             "--process-id: must be < --num-processes (2), got 2",
         ),
     ],
-    ids=["--top -3", "--cpu-threads 100000", "--num-processes alone", "--process-id out of range"],
+    ids=[
+        "--top -3",
+        "--max-events 0",
+        "--cpu-threads 100000",
+        "--num-processes alone",
+        "--process-id out of range",
+    ],
 )
 def test_cli_options_are_bounded(tmp_path, monkeypatch, capsys, argv, message):
     from netsim.cli import main

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     run.add_argument("--out", help="write results: .json, or .h5 for HDF5")
     run.add_argument("--trace", help="write a Chrome/Perfetto trace JSON of flows and tasks")
     run.add_argument(
-        "--max-events", type=int, default=None, help="event-loop bound (default: 2 x padded items + 16)"
+        "--max-events", type=whole(1), default=None, help="event-loop bound (default: 2 x padded items + 16)"
     )
     run.add_argument("--top", type=whole(1), default=5, help="rows in the summary tables")
     run.add_argument(

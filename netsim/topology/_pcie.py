@@ -41,7 +41,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Protocol
 
-from .._checks import fraction
+from .._checks import fraction, number, quantity
 from .._scenario import Link, ScenarioError, SharedResource
 from ._common import bandwidth, count, latency, transit_route
 from ._topology import Path, SinglePath, Topology, cable, link_class
@@ -332,6 +332,9 @@ def staging_engines(
     `capacity` bytes/s when given (calibration fits it in absolute terms), as cudaMemcpy's copy engines
     see it, times the P2P-off transport's `host_gain` (`host_gain`: 1 but for `NcclShm`).
     """
+    share = number(share, "staging_engines: share", positive=True)
+    if capacity is not None:
+        capacity = quantity(capacity, "bandwidth", "staging_engines: capacity")
     memory = tuple(x.id for x in topo.links if link_class(topo, x.id) == "memory")
     if not memory:
         raise ScenarioError(f"staging_engines: topology {topo.name!r} has no memory links")

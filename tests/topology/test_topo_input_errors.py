@@ -1,6 +1,8 @@
 """Bad arguments to the topology builders and `load` specs: each is refused with a public ScenarioError that
 names the field (and the spec) and shows the value the caller gave."""
 
+import re
+
 import pytest
 
 from netsim import ScenarioError
@@ -55,3 +57,20 @@ def test_pcie_server_from_topo_raises_the_public_error_with_the_line():
 def test_load_spec_errors_name_the_spec(spec, message):
     with pytest.raises(ScenarioError, match=message):
         load(spec)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(share=float("nan")), "staging_engines: share: must be a finite number, got nan"),
+        (dict(share=-1.0), "staging_engines: share: must be > 0, got -1.0"),
+        (dict(capacity=0.0), "staging_engines: capacity: must be > 0, got 0.0"),
+    ],
+)
+def test_staging_engines_name_their_own_arguments(kw, message):
+    # before, a NaN share surfaced as a SharedResource's capacity; shares above 1 stay valid (default 1.07)
+    from netsim.topology import preset, staging_engines
+
+    with pytest.raises(ScenarioError, match=re.escape(message)):
+        staging_engines(preset("pcie-8gpu"), **kw)
+    assert staging_engines(preset("pcie-8gpu"), capacity="12 GB/s")[0].capacity == 12e9
