@@ -277,11 +277,17 @@ def fsync(path: str | os.PathLike) -> None:
 
 
 def folder_problem(path: str | os.PathLike) -> str | None:
-    """Why no file can be made at `path`: its folder is missing, or is a file (None: the folder exists)."""
+    """Why no file can be made at `path`: a part of its folder is a file, or the folder is missing (None:
+    the folder exists)."""
     folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(folder):
         return None
-    return f"folder {folder!r} " + ("is a file, not a folder" if os.path.exists(folder) else "does not exist")
+    part = folder
+    while not os.path.exists(part) and os.path.dirname(part) != part:
+        part = os.path.dirname(part)  # the nearest part of the path that exists
+    if os.path.exists(part) and not os.path.isdir(part):
+        return f"folder {part!r} is a file, not a folder"
+    return f"folder {folder!r} does not exist"
 
 
 @contextlib.contextmanager
@@ -324,14 +330,16 @@ def check_writable(path: str | os.PathLike, field: str) -> None:
     """Raises OSError naming `field` unless a file can be written at `path` (its folder exists and takes a
     new file): found before a long run rather than after it. Creates and removes the temporary name."""
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise OSError(f"{field}: folder {folder!r} does not exist")
+    problem = folder_problem(path)
+    if problem:
+        raise OSError(f"{field}: {problem}")
     if os.path.isdir(path):
         raise OSError(f"{field}: {path!r} is a folder")
     tmp = _temp_name(path)
     try:
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o666))
     except OSError as e:
-        raise OSError(f"{field}: cannot write in folder {folder!r}: {e.strerror}") from None
+        raise OSError(
+            f"{field}: cannot write in folder {os.path.dirname(os.path.abspath(path))!r}: {e.strerror}"
+        ) from None
     os.unlink(tmp)

@@ -178,7 +178,7 @@ def test_an_output_under_a_file_says_the_file_is_not_a_folder(tmp_path, capsys):
     for out in ("s.json/x.json", "s.json/a/x.json"):
         rc = cli.main(["run", str(scenario), "--out", str(tmp_path / out), "--no-compile-cache"])
         err = capsys.readouterr().err
-        assert rc == 2 and f"--out: {str(scenario)!r} is a file, not a folder" in err, err
+        assert rc == 2 and f"--out: folder {str(scenario)!r} is a file, not a folder" in err, err
         assert "does not exist" not in err and "simulating" not in err
 
 

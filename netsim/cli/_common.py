@@ -68,11 +68,6 @@ def check_outputs(inputs: dict[str, str], outputs: dict[str, tuple[str | None, t
         for other, used in taken.items():
             if _same_file(path, used):
                 raise OSError(f"{option}: {path!r} is also {other}; refusing to overwrite it")
-        folder = os.path.dirname(os.path.abspath(path))
-        while not os.path.exists(folder) and os.path.dirname(folder) != folder:
-            folder = os.path.dirname(folder)  # the nearest part of the path that exists
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            raise OSError(f"{option}: {folder!r} is a file, not a folder (in {path!r})")
         check_writable(path, option)
         taken[option] = path
 
