@@ -193,6 +193,18 @@ def read_text(path: str | os.PathLike, *, errors: str = "strict") -> str:
         raise ScenarioError(f"{os.fspath(path)}: not {name} text (byte {e.start}: {e.reason})") from None
 
 
+def read_json(path: str | os.PathLike, what: str) -> Any:
+    """The JSON value in the file at `path` (`read_text`'s encodings); ScenarioError naming the file when it
+    is not JSON, saying it is not `what` ("a scenario") when it nests too deeply to read."""
+    source = read_text(path)
+    try:
+        return json.loads(source)
+    except RecursionError:
+        raise ScenarioError(f"{os.fspath(path)}: not {what}: JSON nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
+        raise ScenarioError(f"{os.fspath(path)}: not valid JSON: {e}") from None
+
+
 # --- output -------------------------------------------------------------------------------------------
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -19,7 +18,7 @@ from ._checks import (
     identifiers,
     number,
     quantity,
-    read_text,
+    read_json,
     show,
     text,
     to_json,
@@ -237,14 +236,7 @@ class Scenario:
             ScenarioError: the file is not JSON text, or names a bad field.
             OSError: the file cannot be read.
         """
-        source = read_text(path)  # UTF-8, -16 or -32, BOM or not
-        try:
-            data = json.loads(source)
-        except RecursionError:
-            raise ScenarioError(f"{os.fspath(path)}: not a scenario: JSON nested too deeply") from None
-        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
-            raise ScenarioError(f"{os.fspath(path)}: not valid JSON: {e}") from None
-        scenario = cls.from_dict(data)
+        scenario = cls.from_dict(read_json(path, "a scenario"))  # UTF-8, -16 or -32, BOM or not
         if not scenario.name:
             scenario = dataclasses.replace(scenario, name=os.path.splitext(os.path.basename(path))[0])
         return scenario

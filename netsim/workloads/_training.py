@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._checks import choice, count, fraction, number, read_text, show
+from .._checks import choice, count, fraction, number, read_json, read_text, show
 from .._scenario import Flow, Scenario, ScenarioError, Task
 from ..data import DATA_DIR
 from ._base import Fabric, Workload, concat
@@ -270,16 +270,9 @@ class ComputeModel:
     def load(cls, path: str | pathlib.Path | None = None) -> ComputeModel:
         """The fitted model shipped in netsim/data/training_a100.json (or a JSON file of the same form:
         an object whose "compute" entry holds fields of this class). ScenarioError names the file."""
-        import json
-
         path = DATA_DIR / "training_a100.json" if path is None else path
         name = str(path)
-        try:
-            data = json.loads(read_text(path))
-        except RecursionError:
-            raise ScenarioError(f"{name}: not a compute model: JSON nested too deeply") from None
-        except ValueError as e:  # JSONDecodeError, or an integer of more than 4300 digits
-            raise ScenarioError(f"{name}: not valid JSON: {e}") from None
+        data = read_json(path, "a compute model")
         if not isinstance(data, dict) or "compute" not in data:
             raise ScenarioError(f"{name}: no 'compute' entry")
         values = data["compute"]
