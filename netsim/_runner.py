@@ -413,13 +413,13 @@ def frontier_option(program: Program, real, tolerance: float) -> dict:
 
 
 def compiled_code(network: Network, program: Program, options: dict) -> dict:
-    """`expect_compile`'s frontier and width for the engine under `options`: whether it compiles the
-    frontier's code (by kernels.run's own defaults) and an item's route hops + predecessors."""
+    """`expect_compile`'s frontier, hops and predecessors for the engine under `options`: whether it compiles
+    the frontier's code (by kernels.run's own defaults), an item's route hops and its predecessors."""
     n_items, hops = np.shape(program.route)[-2:]
     dense = kernels.maxmin.dense_by_default(n_items, np.shape(network.capacity)[-1])
     loop = options.get("loop", "lax")
     sizes = kernels.frontier.buffer_sizes(options.get("frontier"), loop=loop, dense=dense, n_items=n_items)
-    return {"frontier": bool(sizes), "width": int(hops + np.shape(program.after)[-1])}
+    return {"frontier": bool(sizes), "hops": int(hops), "predecessors": int(np.shape(program.after)[-1])}
 
 
 def run_compiled(compiled: Compiled, max_events: int, record: int, tolerance: float) -> SimState:
