@@ -168,25 +168,23 @@ def say(line: str) -> None:
 
 #: rule of thumb for the engine's compile when no compile of the shape was seen here, without the active-set
 #: frontier's code (up to 256 items, a small incidence matrix, or a flat program: netsim._runner.engine_options):
-#: FLAT_LOOP_S per max-min buffer loop (`kernels.maxmin.buffer_sizes`: one up to 1024 items, 4 at 2048, 6 at
-#: 10240, 9 at 114688), each a loop XLA compiles of its own, plus FLAT_HOP_S per route hop (a scatter per hop,
-#: unrolled). Measured (a first `netsim run` of k=16 fat-tree random flows, 6 hops, fresh cache, 2 cores, load
-#: ~1; benchmarks/RESULTS.md, Round 14): 1.3 s at 224 items, 1.0 at 1024, 2.6 at 2048, 3.5 at 3072, 4.0 at
-#: 4096, 2.8-4.3 at 10240, 6.9 at 114688 (tolerance 1e-2); the rule says 1.2, 1.2, 3.3, 3.3, 4.0, 4.7, 6.8.
-#: Its routes padded to 24 and 48 hops (`jax.jit(kernels.run).lower().compile()`, Round 18, a machine that
-#: compiled the 6-hop ones in 2.6 and 6.0 s): 3.4 and 6.9 s at 1024 items, 8.8 and 12.9 s at 4096; the rule
-#: says 2.6, 4.5 and 5.4, 7.3 s, about as far below as at 6 hops there.
-FLAT_HOP_S, FLAT_LOOP_S = 0.08, 0.7
-#: with the frontier the compile barely grows with the items and grows with each item's route hops (a scatter
-#: per hop, unrolled), less with its predecessors: FRONTIER_COMPILE_S + FRONTIER_HOP_S per hop +
-#: FRONTIER_PREDECESSOR_S per predecessor. Measured (`jax.jit(kernels.run).lower().compile()`, pp_1f1b padded
-#: to 2048 items, 2 cores, load ~1.3, benchmarks/RESULTS.md, Round 18): 8.4 s at 4 hops + 2 predecessors,
-#: 10.9 at 16 + 2, 27.1 at 64 + 2, 10.5 at 4 + 1024, 34.2 at 64 + 1024; `netsim train --table` on vTrain's
-#: multi-node rows 9.6-11.4 s at 4 + 128 (2048 and 4096 items) and 11.5-12.6 s at 4 + 1024 (8192 items); on an
-#: earlier machine 7.0-7.4 s at 4 + 2, 10.0-10.1 at 16 + 16 (Round 13). The rule says 7.2, 10.1, 21.6, 11.3,
-#: 25.7, 7.7, 11.3 and 7.2, 10.1 s. (It was 5.0 + 0.1 s x (hops + predecessors): "expected ~108 s" for a
-#: compile of 12.6 s at 4 + 1024.)
-FRONTIER_COMPILE_S, FRONTIER_HOP_S, FRONTIER_PREDECESSOR_S = 6.2, 0.24, 0.004
+#: FLAT_BASE_S plus FLAT_LOOP_S per max-min buffer loop (`kernels.maxmin.buffer_sizes`: one up to 1024 items,
+#: 4 at 2048, 6 at 10240, 9 at 114688), each a loop XLA compiles of its own. Measured (a first `netsim run` of
+#: k=16 fat-tree random flows, fresh cache, 2 cores, load ~1; benchmarks/RESULTS.md, Round 14): 1.3 s at 224
+#: items, 1.0 at 1024, 2.6 at 2048, 3.5 at 3072, 4.0 at 4096, 2.8-4.3 at 10240, 6.9 at 114688 (tolerance
+#: 1e-2); the rule says 1.2, 1.2, 3.3, 3.3, 4.0, 4.7, 6.8 (it said 1.7, 3.4, 4, 4, 4, 4, 4). A route's hops do
+#: not count: `kernels.maxmin.to_resources` scatters them in blocks of HOP_BLOCK (Round 18: 2.4-2.6 s at 1024
+#: items and 4.7-6.7 s at 4096 for routes of 6, 24 and 48 hops, on a machine slower than Round 14's).
+FLAT_BASE_S, FLAT_LOOP_S = 0.5, 0.7
+#: with the frontier the compile barely grows with the items or the route hops and grows with each item's
+#: predecessors: FRONTIER_COMPILE_S + FRONTIER_PREDECESSOR_S per predecessor. Measured
+#: (`jax.jit(kernels.run).lower().compile()`, pp_1f1b padded to 2048 items, 2 cores, load ~1.5,
+#: benchmarks/RESULTS.md, Round 18): 7.6-10.1 s at 4 hops + 2 predecessors, 10.4 at 8 + 2, 9.5 at 16 + 2, 8.0
+#: at 32 + 2, 12.7 at 64 + 2, 10.5-11.1 at 4 + 1024, 12.4 at 64 + 1024; `netsim train --table` on vTrain's
+#: multi-node rows 9.6-11.4 s at 4 + 128 (2048 and 4096 items), 11.5-12.6 s at 4 + 1024 (8192); on an
+#: earlier, faster machine 7.0-7.4 s at 4 + 2 (Round 13). The rule says 7.0 s at 2 predecessors, 7.5 at 128,
+#: 11.1 at 1024. (It was 5.0 + 0.1 s x (hops + predecessors): "expected ~108 s" for a compile of 12.6 s.)
+FRONTIER_COMPILE_S, FRONTIER_PREDECESSOR_S = 7.0, 0.004
 _HISTORY_FILE = "compile_times.json"
 _history: dict[str, float] | None = None
 
@@ -227,17 +225,18 @@ def expected_compile(
 ) -> tuple[str, float, str]:
     """(history key, expected seconds, where the figure comes from) of compiling `what` for this shape;
     frontier: whether it holds the active-set frontier's code, most of a large engine's compile; hops and
-    predecessors: an item's route hops and predecessors in the shape."""
+    predecessors: an item's route hops and predecessors in the shape (the key's; the rule charges the
+    predecessors)."""
     key = f"{what}|{items}|{batch}" + (f"|h{hops}p{predecessors}" if frontier else "|flat")
     history = _load_history() if _state.pulse is not None else {}
     if key in history:
         return key, history[key], "its last compile here"
     if frontier:
-        rule = FRONTIER_COMPILE_S + FRONTIER_HOP_S * hops + FRONTIER_PREDECESSOR_S * predecessors
+        rule = FRONTIER_COMPILE_S + FRONTIER_PREDECESSOR_S * predecessors
     else:
         from .kernels.maxmin import buffer_sizes  # the engine's own ladder (jax is imported by now)
 
-        rule = FLAT_HOP_S * hops + FLAT_LOOP_S * len(buffer_sizes(items))
+        rule = FLAT_BASE_S + FLAT_LOOP_S * len(buffer_sizes(items))
     return key, rule, f"estimate for {items:,} items"
 
 

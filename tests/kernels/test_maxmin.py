@@ -296,3 +296,36 @@ def test_slack_does_not_bound_each_rate(dense):
 def test_bad_slack():
     with pytest.raises(ValueError, match=r"slack must be a number in \[0, 1\)"):
         maxmin_rates(jnp.ones(2), jnp.zeros((1, 1), jnp.int32), jnp.ones(1, bool), slack=-0.1)
+
+
+@pytest.mark.parametrize("hops", [3, 8, 13, 32])
+def test_sums_over_long_routes_in_blocks_match_one_scatter_per_hop(hops, monkeypatch):
+    # routes longer than HOP_BLOCK are summed by a loop over blocks of hop columns: the same additions in
+    # the same order as one scatter per column (bit for bit), and the NumPy sum
+    from netsim.kernels import maxmin
+
+    rng = np.random.default_rng(hops)
+    n_res = 50
+    route = rng.integers(0, n_res + 1, (300, hops)).astype(np.int32)  # n_res: padding hops
+    values = jax.lax.complex(rng.uniform(-1, 1, 300), rng.uniform(0, 5, 300))
+    total = lambda: jax.jit(lambda v, r: maxmin.to_resources(v, r, n_res))(values, route)  # traced afresh
+    blocked = total()
+    monkeypatch.setattr(maxmin, "HOP_BLOCK", hops)  # every column in the code, as for short routes
+    per_column = total()
+    assert np.array_equal(np.asarray(blocked), np.asarray(per_column))
+    expect = np.zeros(n_res + 1, complex)
+    np.add.at(expect, route.ravel(), np.repeat(np.asarray(values), hops))
+    np.testing.assert_allclose(np.asarray(blocked), expect[:n_res], rtol=1e-12, atol=1e-12)
+
+
+def test_the_code_for_a_route_sum_does_not_grow_with_the_hops():
+    # each hop column scattered in the code is one more op XLA compiles, at every max-min round of every
+    # buffer: long routes (a 16 x 16 mesh's 30 hops) loop over blocks of HOP_BLOCK columns instead
+    from netsim.kernels import maxmin
+
+    def scatters(hops: int) -> int:
+        route = jnp.zeros((64, hops), jnp.int32)
+        text = jax.jit(lambda v, r: maxmin.to_resources(v, r, 10)).lower(jnp.ones(64), route).as_text()
+        return text.count("scatter")
+
+    assert scatters(maxmin.HOP_BLOCK) == scatters(4 * maxmin.HOP_BLOCK) == scatters(61) > scatters(2)
