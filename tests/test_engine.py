@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -376,3 +377,34 @@ def test_flat_programs_skip_the_frontier():
     assert frontier(flat, items=2 * FLAT_ITEMS, tolerance=1e-2) == 0  # the fast mode's tail is short
     assert frontier([*flat, Flow("f3", "y", "z", 10.0, after=("f1",), start=0.5)]) is None
     assert frontier([*flat, Flow("f3", "y", "z", 10.0, start=0.25)]) is None
+
+
+def test_routes_longer_than_a_hop_block_match_the_reference():
+    # a 14-node line, flows crossing up to 13 links: the scatters over routes (dense=False) loop over blocks
+    # of kernels.maxmin.HOP_BLOCK hop columns; capacities and sizes distinct (no ties)
+    from netsim.kernels.maxmin import HOP_BLOCK
+
+    rng = np.random.default_rng(7)
+    nodes = [f"n{i}" for i in range(14)]
+    links = [
+        Link(f"{a}>{b}", a, b, float(rng.uniform(5, 20)), 0.0)
+        for u, v in itertools.pairwise(nodes)
+        for a, b in ((u, v), (v, u))
+    ]
+    flows = []
+    for i in range(24):
+        a, b = sorted(rng.choice(14, 2, replace=False))
+        if i % 2:
+            a, b = b, a
+        flows.append(
+            Flow(f"f{i}", nodes[a], nodes[b], float(rng.uniform(1, 50)), start=float(rng.uniform(0, 2)))
+        )
+    scenario = netsim.Scenario(links, flows)
+    compiled = netsim.compile_scenario(scenario)
+    assert compiled.program.route.shape[1] > HOP_BLOCK
+    state = jax.jit(
+        lambda n, p: netsim.kernels.run(n, p, max_events=compiled.max_events, dense=False, frontier=0)
+    )(compiled.network, compiled.program)
+    want = reference_simulate(scenario)
+    for i, f in enumerate(flows):
+        np.testing.assert_allclose(float(state.finish[i]), want[f.id][2], rtol=1e-9, err_msg=f.id)
