@@ -50,8 +50,9 @@ DENSE_MAX = 1 << 15
 # Hop columns `to_resources` scatters one after another in its code; longer routes loop over blocks of this
 # many: each scatter is code XLA compiles, and the engine sums over routes at every max-min round of every
 # buffer, so unrolled columns made its compile grow with the hops (the frontier engine at 2048 items:
-# 8.4 s at 4 hops, 27.1 s at 64), where a loop of blocks keeps it flat (7.5 s at 64) at the per-column
-# scatter's speed (one scatter of items x hops, copying the values per hop, ran 1.5-1.9x as long).
+# 8.4 s at 4 hops, 27.1 s at 64), where a loop of blocks keeps it about flat (12.7 s at 64) at the
+# per-column scatter's speed (one scatter of items x hops, copying the values per hop, compiled in 7.5 s at
+# 64 hops but ran 1.5-1.9x as long).
 HOP_BLOCK = 8
 
 
