@@ -30,6 +30,7 @@ from .maxmin import (
     gather,
     incidence,
     maxmin_rates,
+    over_columns,
     rate_floor,
     to_resources,
     while_loop,
@@ -152,8 +153,10 @@ def step(
     #    Once every item has started (all released at once, or after the last release) there is nothing
     #    to schedule, and the events skip the items x predecessors gather.
     def schedule():
-        pred_done = jnp.all(append_row(s.done, True)[program.after], axis=1)
-        pred_finish = jnp.max(append_row(s.finish, 0.0)[program.after], axis=1)
+        done, finish = append_row(s.done, True), append_row(s.finish, 0.0)
+        last_pred = lambda carry, c, column: (carry[0] & done[column], jnp.maximum(carry[1], finish[column]))
+        init = (jnp.ones(s.done.shape, bool), jnp.zeros_like(s.finish))  # finish times are >= 0
+        pred_done, pred_finish = over_columns(program.after, s.done.shape[0], last_pred, init)
         begin = ~s.started & pred_done
         start = jnp.where(begin, jnp.maximum(program.release, pred_finish), s.start)
         return s.started | begin, start, jnp.where(begin, start + latency, s.first_byte)

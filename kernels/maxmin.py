@@ -47,12 +47,12 @@ BLOCK = 64
 # scattering: a batched scatter (vmap with one shared route) costs XLA's CPU ~4 ns per lane, a matrix
 # product ~0.01 ns per multiply-add, so the dense sum wins while items x resources stays small.
 DENSE_MAX = 1 << 15
-# Hop columns `to_resources` scatters one after another in its code; longer routes loop over blocks of this
-# many: each scatter is code XLA compiles, and the engine sums over routes at every max-min round of every
-# buffer, so unrolled columns made its compile grow with the hops (the frontier engine at 2048 items:
-# 8.4 s at 4 hops, 27.1 s at 64), where a loop of blocks keeps it about flat (12.7 s at 64) at the
-# per-column scatter's speed (one scatter of items x hops, copying the values per hop, compiled in 7.5 s at
-# 64 hops but ran 1.5-1.9x as long).
+# Columns `over_columns` writes one after another in its code (a route's hops, an item's predecessors);
+# wider tables loop over blocks of this many: each column's scatter or gather is code XLA compiles, and the
+# engine sums over routes at every max-min round of every buffer, so unrolled columns made its compile grow
+# with the hops (the frontier engine at 2048 items: 8.4 s at 4 hops, 27.1 s at 64), where a loop of blocks
+# keeps it about flat (12.7 s at 64) at the per-column scatter's speed (one scatter of items x hops, copying
+# the values per hop, compiled in 7.5 s at 64 hops but ran 1.5-1.9x as long).
 HOP_BLOCK = 8
 
 
@@ -67,31 +67,48 @@ def incidence(route: Int[AnyArray, "N H"], n_res: int, dtype=jnp.float64) -> Flo
     return jnp.zeros((route.shape[0], n_res + 1), dtype).at[rows, route].add(1)[:, :n_res]
 
 
+def over_columns(table: Int[AnyArray, "N C"], pad: int, body, init):
+    """`body(carry, c, column)` folded over the columns of an index table in order (a route's hop columns,
+    padding = the resource count; an item's predecessors, padding = the item count). Column by column
+    rather than on an N x C gather: XLA's CPU takes about twice as long to reduce a gathered N x C array
+    over its short axis as to combine the columns elementwise, and a scatter of the flattened table costs
+    more than one per column. Tables wider than HOP_BLOCK loop over blocks of columns (padded with `pad`)
+    instead of writing each column into the code."""
+    width = table.shape[1]
+    block = min(width, HOP_BLOCK)
+    if width > block:
+        table = jnp.pad(table, ((0, 0), (0, -width % block)), constant_values=pad)
+
+    def fold_block(b, carry):
+        columns = jax.lax.dynamic_slice_in_dim(table, b * block, block, axis=1)
+        for j in range(block):
+            carry = body(carry, b * block + j, columns[:, j])
+        return carry
+
+    if width == block:
+        return fold_block(0, init)
+    return jax.lax.fori_loop(0, table.shape[1] // block, fold_block, init)
+
+
 def to_resources(
     values: AnyArray, route: Int[AnyArray, "N H"], n_res: int, dense: Float[AnyArray, "N R"] | None = None
 ) -> AnyArray:
     """Per-item values summed over the resources each item crosses (once per hop; padding hops drop
     out): scatters, or a matrix product with `dense` (`incidence(route)`)."""
     if dense is None:  # one scatter per hop column: no broadcast N x H copy of the values
-        n_hops = route.shape[1]
-        block = min(n_hops, HOP_BLOCK)
-        if n_hops > block:  # a loop over blocks of columns: padding hops scatter into the dropped slot
-            route = jnp.pad(route, ((0, 0), (0, -n_hops % block)), constant_values=n_res)
-
-        def add_block(b, out):
-            columns = jax.lax.dynamic_slice_in_dim(route, b * block, block, axis=1)
-            for h in range(block):
-                out = out.at[columns[:, h]].add(values, mode="promise_in_bounds")
-            return out
-
-        out = jnp.zeros(n_res + 1, values.dtype)
-        if n_hops == block:
-            return add_block(0, out)[:n_res]
-        return jax.lax.fori_loop(0, route.shape[1] // block, add_block, out)[:n_res]
+        add = lambda out, h, column: out.at[column].add(values, mode="promise_in_bounds")
+        return over_columns(route, n_res, add, jnp.zeros(n_res + 1, values.dtype))[:n_res]
     if jnp.iscomplexobj(values):
         parts = jnp.stack([values.real, values.imag]) @ dense
         return jax.lax.complex(parts[0], parts[1])
     return values @ dense
+
+
+def hop_min(values: Float[AnyArray, " R"], route: Int[AnyArray, "N H"]) -> Float[AnyArray, " N"]:
+    """min over each item's hops of values[route] (inf for an item with no hops)."""
+    padded = append_row(values, jnp.inf)
+    least = lambda out, h, column: jnp.minimum(out, padded.at[column].get(mode="promise_in_bounds"))
+    return over_columns(route, values.shape[0], least, jnp.full(route.shape[0], jnp.inf, values.dtype))
 
 
 def gather(values: AnyArray, route: Int[AnyArray, "N H"], pad) -> AnyArray:
@@ -131,7 +148,7 @@ def rate_floor(
     """A lower bound on each item's max-min rate among `active`: min over its resources of capacity /
     (active items crossing there). An item is the largest user of its bottleneck, which is full."""
     users = to_resources(active.astype(capacity.dtype), route, capacity.shape[0])
-    return jnp.min(gather(capacity / jnp.maximum(users, 1.0), route, jnp.inf), axis=1)
+    return hop_min(capacity / jnp.maximum(users, 1.0), route)
 
 
 def components(route: Int[AnyArray, "N H"], n_res: int) -> Int[AnyArray, " N"]:
@@ -254,7 +271,10 @@ def maxmin_rates(
     n_res = capacity.shape[0]
     n_items, _ = route.shape
     dt = capacity.dtype
-    live = active & jnp.any(route < n_res, axis=1)  # a routeless item is padding: nothing to share
+    routed = over_columns(
+        route, n_res, lambda out, h, column: out | (column < n_res), jnp.zeros(n_items, bool)
+    )
+    live = active & routed  # a routeless item is padding: nothing to share
     if prior is None:
         prior = empty_allocation(n_items, n_res, dt)
         keep = jnp.zeros_like(live)
@@ -349,17 +369,13 @@ def _rounds(
         users = users - update.imag
         has = users > 0.5
         share = jnp.where(has, spare / jnp.where(has, users, 1), jnp.inf)
-        hop_share = gather(share, route, jnp.inf)
-        item_share = jnp.min(hop_share, axis=1)  # the item's tightest share
+        item_share = hop_min(share, route)  # the item's tightest share
         # a local minimum: no live item on the resource has a smaller share elsewhere (within 1 + slack)
         if dense is None or slack:
             live_share = jnp.where(live, item_share, jnp.inf)
             if dense is None:
-                neighbour = (
-                    jnp.full(n_res + 1, jnp.inf, dt)
-                    .at[route.ravel()]
-                    .min(jnp.repeat(live_share, n_hops), mode="promise_in_bounds")[:n_res]
-                )
+                least = lambda out, h, column: out.at[column].min(live_share, mode="promise_in_bounds")
+                neighbour = over_columns(route, n_res, least, jnp.full(n_res + 1, jnp.inf, dt))[:n_res]
             else:  # small: a masked min over the incidence matrix
                 neighbour = jnp.min(jnp.where(dense > 0, live_share[:, None], jnp.inf), axis=0)
             local_min = has & (share <= (neighbour * (1 + slack) if slack else neighbour))
@@ -369,10 +385,15 @@ def _rounds(
             level = jnp.where(has, share, 0.0)
             shortfall = level * users - jnp.where(live, item_share, 0.0) @ dense
             local_min = has & (shortfall <= 4 * jnp.finfo(dt).eps * users * users * level)
-        hit = gather(local_min, route, False)
-        newly = live & jnp.any(hit, axis=1)
+        # the first hop of each item at a local minimum, n_hops where none is
+        padded = append_row(local_min, False)
+        first = lambda out, h, column: jnp.where(
+            (out == n_hops) & padded.at[column].get(mode="promise_in_bounds"), h, out
+        )
+        first_hit = over_columns(route, n_res, first, jnp.full(route.shape[0], n_hops, jnp.int32))
+        newly = live & (first_hit < n_hops)
         rate = jnp.where(newly, item_share, rate)
-        bottleneck = jnp.where(newly, jnp.argmax(hit, axis=1).astype(bottleneck.dtype), bottleneck)
+        bottleneck = jnp.where(newly, first_hit.astype(bottleneck.dtype), bottleneck)
         pending = jax.lax.complex(jnp.where(newly, item_share, 0.0), newly.astype(dt))  # applied next round
         return (
             rate,

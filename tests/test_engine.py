@@ -379,9 +379,10 @@ def test_flat_programs_skip_the_frontier():
     assert frontier([*flat, Flow("f3", "y", "z", 10.0, start=0.25)]) is None
 
 
-def test_routes_longer_than_a_hop_block_match_the_reference():
-    # a 14-node line, flows crossing up to 13 links: the scatters over routes (dense=False) loop over blocks
-    # of kernels.maxmin.HOP_BLOCK hop columns; capacities and sizes distinct (no ties)
+def test_routes_and_predecessors_longer_than_a_block_match_the_reference():
+    # a 14-node line, flows crossing up to 13 links, and one flow after all 24 others: the engine's folds
+    # over route hops (dense=False) and over predecessors loop over blocks of kernels.maxmin.HOP_BLOCK
+    # columns; capacities and sizes distinct (no ties)
     from netsim.kernels.maxmin import HOP_BLOCK
 
     rng = np.random.default_rng(7)
@@ -399,9 +400,10 @@ def test_routes_longer_than_a_hop_block_match_the_reference():
         flows.append(
             Flow(f"f{i}", nodes[a], nodes[b], float(rng.uniform(1, 50)), start=float(rng.uniform(0, 2)))
         )
+    flows.append(Flow("last", "n0", "n13", 5.0, after=tuple(f.id for f in flows)))
     scenario = netsim.Scenario(links, flows)
     compiled = netsim.compile_scenario(scenario)
-    assert compiled.program.route.shape[1] > HOP_BLOCK
+    assert min(compiled.program.route.shape[1], compiled.program.after.shape[1]) > HOP_BLOCK
     state = jax.jit(
         lambda n, p: netsim.kernels.run(n, p, max_events=compiled.max_events, dense=False, frontier=0)
     )(compiled.network, compiled.program)
