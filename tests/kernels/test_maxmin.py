@@ -318,6 +318,22 @@ def test_sums_over_long_routes_in_blocks_match_one_scatter_per_hop(hops, monkeyp
     np.testing.assert_allclose(np.asarray(blocked), expect[:n_res], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("hops", [0, 3, 8, 13, 32])
+def test_minima_over_routes_column_by_column_match_numpy(hops):
+    # the rounds' tightest share and rate_floor fold over hop columns (blocks past HOP_BLOCK) instead of
+    # reducing an items x hops gather: the same minima, inf for an item with no hops
+    from netsim.kernels import maxmin
+
+    rng = np.random.default_rng(hops)
+    n_res = 50
+    route = rng.integers(0, n_res + 1, (300, hops)).astype(np.int32)  # n_res: padding hops
+    route[:3] = n_res  # items with no hops at all
+    values = rng.uniform(0, 5, n_res)
+    got = jax.jit(maxmin.hop_min)(values, route)
+    expect = np.append(values, np.inf)[route].min(axis=1, initial=np.inf)
+    assert np.array_equal(np.asarray(got), expect) and np.all(np.isinf(expect[:3]))
+
+
 def test_the_code_for_a_route_sum_does_not_grow_with_the_hops():
     # each hop column scattered in the code is one more op XLA compiles, at every max-min round of every
     # buffer: long routes (a 16 x 16 mesh's 30 hops) loop over blocks of HOP_BLOCK columns instead
