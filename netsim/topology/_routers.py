@@ -139,18 +139,23 @@ class Ecmp:
             topo._cache[key] = dist
         return topo._cache[key]
 
-    def _choices(self, topo: Topology, node: str, dst: str, dist: dict[str, int]) -> list[str]:
-        """The out-links of `node` one hop closer to dst, by id."""
-        key = ("ecmp-out", self.transit)  # per node: (link id, far end, forwards?) by id, once per topology
+    def _out_links(self, topo: Topology) -> dict[str, list[tuple[str, str, bool]]]:
+        """Per node: (link id, far end, whether the far end forwards), by id (once per topology)."""
+        key = ("ecmp-out", self.transit)
         if key not in topo._cache:
             topo._cache[key] = {
                 n: sorted((x.id, x.dst, topo.kind[x.dst] in self.transit) for x in links)
                 for n, links in topo.graph.out.items()
             }
+        return topo._cache[key]
+
+    @staticmethod
+    def _choices(out_links, node: str, dst: str, dist: dict[str, int]) -> list[tuple[str, str]]:
+        """(link id, far end) of the out-links of `node` one hop closer to dst, by id."""
         closer = dist[node] - 1
         return [
-            lid
-            for lid, far, forwards in topo._cache[key][node]
+            (lid, far)
+            for lid, far, forwards in out_links[node]
             if dist.get(far) == closer and (far == dst or forwards)
         ]
 
@@ -161,26 +166,26 @@ class Ecmp:
         return dist
 
     def route(self, topo: Topology, src: str, dst: str) -> Path:
-        dist = self._check(topo, src, dst)
+        dist, out_links = self._check(topo, src, dst), self._out_links(topo)
         path, node = [], src
         while node != dst:
-            options = self._choices(topo, node, dst, dist)
-            lid = options[zlib.crc32(f"{src}|{dst}|{node}".encode()) % len(options)]
+            options = self._choices(out_links, node, dst, dist)
+            pick = zlib.crc32(f"{src}|{dst}|{node}".encode()) % len(options) if len(options) > 1 else 0
+            lid, node = options[pick]  # hashed only where there is a choice
             path.append(lid)
-            node = topo.link[lid].dst
         return tuple(path)
 
     def paths(self, topo: Topology, src: str, dst: str) -> list[tuple[float, Path]]:
-        dist = self._check(topo, src, dst)
+        dist, out_links = self._check(topo, src, dst), self._out_links(topo)
         out: list[tuple[float, Path]] = []
 
         def walk(node: str, weight: float, path: tuple[str, ...]) -> None:
             if node == dst:
                 out.append((weight, path))
                 return
-            options = self._choices(topo, node, dst, dist)
-            for lid in options:
-                walk(topo.link[lid].dst, weight / len(options), (*path, lid))
+            options = self._choices(out_links, node, dst, dist)
+            for lid, far in options:
+                walk(far, weight / len(options), (*path, lid))
 
         walk(src, 1.0, ())
         return out
