@@ -345,3 +345,12 @@ def test_the_code_for_a_route_sum_does_not_grow_with_the_hops():
         return text.count("scatter")
 
     assert scatters(maxmin.HOP_BLOCK) == scatters(4 * maxmin.HOP_BLOCK) == scatters(61) > scatters(2)
+
+    # the same for a whole max-min filling, whose rounds also gather over routes column by column
+    def filling(hops: int) -> tuple[int, int]:
+        route = jnp.zeros((64, hops), jnp.int32)
+        fill = jax.jit(lambda c, r, a: maxmin.maxmin_rates(c, r, a))
+        text = fill.lower(jnp.ones(10), route, jnp.ones(64, bool)).as_text()
+        return text.count("scatter"), text.count("gather")
+
+    assert filling(maxmin.HOP_BLOCK) == filling(4 * maxmin.HOP_BLOCK) == filling(61)
