@@ -15,7 +15,7 @@ CPU_THREADS = {"run": 1}
 TOPOLOGY_HELP = (
     "an `nvidia-smi topo -m` text file, a calibration JSON (`netsim calibrate --out`), a preset or "
     "calibrated preset name (`netsim presets`; a calibrated preset gives its fitted figures), or a "
-    "cluster shape (fat-tree:K, leaf-spine:L,S,H, dgx-a100:N or dgx-h100:N for N DGX servers on InfiniBand; FABRIC/SERVER puts "
+    "cluster shape (fat-tree:K, leaf-spine:L,S,H, dgx-a100:N or dgx-h100:N for N DGX servers on InfiniBand, ,nic=BW for other NICs; FABRIC/SERVER puts "
     "servers under a fat-tree or leaf-spine, one per NIC group: leaf-spine:4,2,4/pcie:8,nics=2), or a PCIe server "
     "(pcie:N[,sockets=S][,numa=K][,switches=G][,nics=M][,nvlink=L])"
 )

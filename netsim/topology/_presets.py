@@ -151,11 +151,13 @@ CLUSTERS: dict[str, tuple[str, Callable[..., Topology]]] = {
         leaf_spine,
     ),
     "dgx-a100": (
-        "N DGX A100 servers (8 GPUs each) on a rail-optimized HDR InfiniBand fabric: dgx-a100:N",
+        "N DGX A100 servers (8 GPUs each) on a rail-optimized HDR InfiniBand fabric (',nic=BW' sets the NICs' "
+        "bandwidth): dgx-a100:N",
         dgx_a100,
     ),
     "dgx-h100": (
-        "N DGX H100 servers (8 GPUs each) on a rail-optimized NDR InfiniBand fabric: dgx-h100:N",
+        "N DGX H100 servers (8 GPUs each) on a rail-optimized NDR InfiniBand fabric (',nic=BW' sets the NICs' "
+        "bandwidth): dgx-h100:N",
         dgx_h100,
     ),
 }
@@ -164,22 +166,42 @@ SERVER_GPUS = {"dgx-a100": DGX_GPUS, "dgx-h100": DGX_GPUS}
 
 
 def sized_cluster(shape: str, gpus: int) -> Topology | None:
-    """The cluster of `shape` ("dgx-a100" or "dgx-h100", a SERVER_GPUS key) with the fewest servers holding `gpus` GPUs;
-    None when `shape` is no such name."""
-    if shape not in SERVER_GPUS:
+    """The cluster of `shape` ("dgx-a100" or "dgx-h100", a SERVER_GPUS key, optionally with ",nic=BW":
+    `_cluster_options`) with the fewest servers holding `gpus` GPUs; None when `shape` is no such name."""
+    kind, _, options = shape.partition(",")
+    if kind not in SERVER_GPUS:
         return None
+    kw = _cluster_options(shape, kind, options.split(",") if options else [])
     gpus = count(gpus, "gpus")  # the caller's figure, not the server count derived from it
-    return CLUSTERS[shape][1](-(-gpus // SERVER_GPUS[shape]))
+    return CLUSTERS[kind][1](-(-gpus // SERVER_GPUS[kind]), **kw)
+
+
+def _cluster_options(name: str, kind: str, parts: list[str]) -> dict[str, float]:
+    """The builder keywords of a cluster spec's "key=value" parts: "nic=BW" on a DGX shape, each server
+    NIC's bandwidth per direction ("nic=100Gbps" for servers with 800 Gb/s in all)."""
+    kw = {}
+    for part in parts:
+        key, sep, value = (x.strip() for x in part.partition("="))
+        if kind not in SERVER_GPUS or key != "nic" or not sep:
+            hint = "; dgx-a100 and dgx-h100 take nic=BANDWIDTH" if kind in SERVER_GPUS else ""
+            raise ScenarioError(f"topology: {name!r}: unknown option {part.strip()!r}{hint}")
+        try:
+            kw["nic_bandwidth"] = quantity(value, "bandwidth", "nic")
+        except ScenarioError as e:
+            raise ScenarioError(f"topology: {name!r}: {e}") from None
+    return kw
 
 
 def _cluster(name: str) -> Topology | None:
-    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" / "dgx-a100:N" / "dgx-h100:N" spec; None when `name` is no such
-    spec."""
+    """The fabric of a "fat-tree:K" / "leaf-spine:L,S,H" / "dgx-a100:N[,nic=BW]" / "dgx-h100:N[,nic=BW]" spec; None
+    when `name` is no such spec."""
     kind, sep, args = name.partition(":")
     if not sep or kind not in CLUSTERS:
         return None
+    parts = args.split(",")
+    options = [x for x in parts if "=" in x]
     try:
-        sizes = [int(x) for x in args.split(",")]
+        sizes = [int(x) for x in parts if "=" not in x]
     except ValueError:
         sizes = []
     want = 3 if kind == "leaf-spine" else 1
@@ -187,8 +209,9 @@ def _cluster(name: str) -> Topology | None:
         raise ScenarioError(
             f"topology: {name!r}: expected {CLUSTERS[kind][0].split(': ')[-1]} with whole numbers >= 1"
         )
+    kw = _cluster_options(name, kind, options)
     try:
-        return CLUSTERS[kind][1](*sizes)
+        return CLUSTERS[kind][1](*sizes, **kw)
     except ScenarioError as e:
         raise ScenarioError(f"topology: {name!r}: {e}") from None
 
@@ -199,7 +222,7 @@ def _servers_under_fabric(name: str, **server) -> Topology | None:
     "leaf-spine:4,2,4/pcie:8,nics=2" is 8 servers of 8 GPUs. None when `name` has no such fabric."""
     fabric_name, sep, server_name = name.partition("/")
     kind = fabric_name.partition(":")[0]
-    if not sep or kind not in CLUSTERS:
+    if not sep or kind not in CLUSTERS or "=" in fabric_name:  # "nic=12.5GB/s": a unit's slash
         return None
     if kind not in ("fat-tree", "leaf-spine"):
         raise ScenarioError(

@@ -51,6 +51,26 @@ def test_sized_by_gpu_count_and_bad_shapes_are_clear_errors():
             load(bad)
 
 
+def test_the_nics_bandwidth_is_an_option_of_the_shape():
+    # ",nic=BW" on a counted or a GPU-sized shape: a cluster whose servers have 800 Gb/s in all, as vTrain's
+    # measured one (its configs' inter_node_bandwidth), is "dgx-a100,nic=100Gbps"
+    topo = load("dgx-a100:2,nic=12.5GB/s")  # a unit's slash is no FABRIC/SERVER spec
+    route = topo.route("n0/gpu3", "n1/gpu3")
+    assert bottleneck(topo, route) == HDR_NIC / 2 and topo.links == dgx_a100(2, nic_bandwidth=12.5e9).links
+    assert bottleneck(topo, topo.route("n0/gpu0", "n0/gpu1")) == A100_NVSWITCH_PORT
+    sized = sized_cluster("dgx-h100,nic=100Gbps", 17)
+    assert sized.name == "dgx-h100:3" and sized.links == dgx_h100(3, nic_bandwidth=12.5e9).links
+    for bad, message in [
+        ("dgx-a100:2,nic=0", "'dgx-a100:2,nic=0': nic: must be > 0"),
+        ("dgx-a100:2,speed=1GB/s", "unknown option 'speed=1GB/s'; dgx-a100 and dgx-h100 take nic=BANDWIDTH"),
+        ("fat-tree:4,nic=100Gbps", "'fat-tree:4,nic=100Gbps': unknown option 'nic=100Gbps'"),
+    ]:
+        with pytest.raises(ScenarioError, match=message):
+            load(bad)
+    with pytest.raises(ScenarioError, match="'dgx-a100,nic=fast': nic: cannot read 'fast'"):
+        sized_cluster("dgx-a100,nic=fast", 16)
+
+
 def test_dgx_h100_is_the_same_shape_at_h100_figures():
     topo = load("dgx-h100")
     assert topo.device == "H100" and topo.name == "dgx-h100"
