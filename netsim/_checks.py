@@ -41,6 +41,10 @@ _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdi
 
 def show(value: Any) -> str:
     """A short repr for error messages: deep, long or huge values are abbreviated."""
+    if type(value) is str and len(value) <= _SHORT.maxstring:  # the common case (an id): reprlib's own answer
+        text = repr(value)
+        if len(text) <= _SHORT.maxstring:
+            return text
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
         return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"  # log10(2) digits per bit
     try:
@@ -56,6 +60,8 @@ def _real(value: Any) -> bool:
 
 def number(value: Any, field: str, *, positive: bool = False) -> float:
     """`value` as a finite float >= 0 (> 0 with positive=True); ScenarioError naming `field` otherwise."""
+    if type(value) is float and 0.0 <= value < math.inf and (value > 0 or not positive):
+        return value  # the common case, checked without the numbers ABC
     if not _real(value):
         raise ScenarioError(f"{field}: must be a finite number, got {show(value)}")
     try:

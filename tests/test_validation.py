@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import hypothesis
 import numpy as np
 import pytest
 
@@ -377,6 +378,29 @@ def test_checks():
     with pytest.raises(ScenarioError, match="size: must be > 0, got 0"):
         quantity(0, "bytes", "size", positive=True)
     assert identifier("gpu 0/µ", "id") == "gpu 0/µ"  # spaces and non-ASCII letters are printable
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(
+    text=hypothesis.strategies.text(max_size=80),
+    x=hypothesis.strategies.floats(allow_nan=True, allow_infinity=True),
+    positive=hypothesis.strategies.booleans(),
+)
+def test_the_checks_common_cases_answer_as_their_general_paths(text, x, positive):
+    # show() and number() take a shortcut for short strings and plain floats (1e5-flow scenarios check
+    # ~3e5 of each): the same text as reprlib's, the same value or error as the general checks
+    from netsim import _checks
+
+    assert _checks.show(text) == _checks._SHORT.repr(text)
+    try:
+        got = _checks.number(x, "x", positive=positive)
+    except ScenarioError as e:
+        got = str(e)
+    try:
+        want = _checks.number(np.float64(x), "x", positive=positive)  # not a float: the general path
+    except ScenarioError as e:
+        want = str(e).replace(repr(np.float64(x)), repr(x))
+    assert got == want and type(got) is type(want)
 
 
 def test_a_sweep_spec_given_to_run_says_to_use_netsim_sweep():
