@@ -47,12 +47,16 @@ BLOCK = 64
 # scattering: a batched scatter (vmap with one shared route) costs XLA's CPU ~4 ns per lane, a matrix
 # product ~0.01 ns per multiply-add, so the dense sum wins while items x resources stays small.
 DENSE_MAX = 1 << 15
-# Columns `over_columns` writes one after another in its code (a route's hops, an item's predecessors);
-# wider tables loop over blocks of this many: each column's scatter or gather is code XLA compiles, and the
-# engine sums over routes at every max-min round of every buffer, so unrolled columns made its compile grow
-# with the hops (the frontier engine at 2048 items: 8.4 s at 4 hops, 27.1 s at 64), where a loop of blocks
-# keeps it about flat (12.7 s at 64) at the per-column scatter's speed (one scatter of items x hops, copying
-# the values per hop, compiled in 7.5 s at 64 hops but ran 1.5-1.9x as long).
+# Columns `over_columns` writes one after another in its code (a route's hops, an item's predecessors); wider
+# tables loop over equal blocks of at most this many: each column's scatter or gather is code XLA compiles,
+# and the engine sums over routes at every max-min round of every buffer, so unrolled columns made its compile
+# grow with the hops (the frontier engine at 2048 items: 8.4 s at 4 hops, 27.1 s at 64), where a loop of
+# blocks keeps it about flat (12.7 s at 64) at the per-column scatter's speed (one scatter of items x hops,
+# copying the values per hop, compiled in 7.5 s at 64 hops but ran 1.5-1.9x as long). Equal blocks rather
+# than full ones padded: on a line of links with 3072 flows on 12-hop routes (flat engine) blocks of 8
+# padded to 16 ran in 2.74 s, two of 6 in 1.84 s (all 12 unrolled: 1.62-1.76 s, compiling 0.7 s longer;
+# blocks of 16 at 20 hops compiled in 14.1 s against 11.3 s); examples/jobs_trace_packed.json (10 hops)
+# 36-44 ms a run against 54-57 ms before the folds (sums in padded blocks), alternating processes.
 HOP_BLOCK = 8
 
 
@@ -72,10 +76,10 @@ def over_columns(table: Int[AnyArray, "N C"], pad: int, body, init):
     padding = the resource count; an item's predecessors, padding = the item count). Column by column
     rather than on an N x C gather: XLA's CPU takes about twice as long to reduce a gathered N x C array
     over its short axis as to combine the columns elementwise, and a scatter of the flattened table costs
-    more than one per column. Tables wider than HOP_BLOCK loop over blocks of columns (padded with `pad`)
-    instead of writing each column into the code."""
+    more than one per column. Tables wider than HOP_BLOCK loop over equal blocks of columns (the last padded
+    with `pad`) instead of writing each column into the code."""
     width = table.shape[1]
-    block = min(width, HOP_BLOCK)
+    block = -(-width // -(-width // HOP_BLOCK)) if width else 0  # the fewest blocks, as equal as can be
     if width > block:
         table = jnp.pad(table, ((0, 0), (0, -width % block)), constant_values=pad)
 

@@ -173,7 +173,7 @@ def say(line: str) -> None:
 #: k=16 fat-tree random flows, fresh cache, 2 cores, load ~1; benchmarks/RESULTS.md, Round 14): 1.3 s at 224
 #: items, 1.0 at 1024, 2.6 at 2048, 3.5 at 3072, 4.0 at 4096, 2.8-4.3 at 10240, 6.9 at 114688 (tolerance
 #: 1e-2); the rule says 1.2, 1.2, 3.3, 3.3, 4.0, 4.7, 6.8 (it said 1.7, 3.4, 4, 4, 4, 4, 4). A route's hops do
-#: not count: `kernels.maxmin.to_resources` scatters them in blocks of HOP_BLOCK (Round 18: 2.4-2.6 s at 1024
+#: not count: the engine folds over them in blocks (`kernels.maxmin.over_columns`; Round 18: 2.4-2.6 s at 1024
 #: items and 4.7-6.7 s at 4096 for routes of 6, 24 and 48 hops, on a machine slower than Round 14's).
 FLAT_BASE_S, FLAT_LOOP_S = 0.5, 0.7
 #: with the frontier the compile barely grows with the items or the route hops and grows with each item's

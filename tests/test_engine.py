@@ -380,13 +380,13 @@ def test_flat_programs_skip_the_frontier():
 
 
 def test_routes_and_predecessors_longer_than_a_block_match_the_reference():
-    # a 14-node line, flows crossing up to 13 links, and one flow after all 24 others: the engine's folds
-    # over route hops (dense=False) and over predecessors loop over blocks of kernels.maxmin.HOP_BLOCK
-    # columns; capacities and sizes distinct (no ties)
+    # a 20-node line, flows crossing up to 19 links, and one flow across it after all 24 others: the engine's
+    # folds over route hops (dense=False) and over predecessors loop over blocks of at most
+    # kernels.maxmin.HOP_BLOCK columns; capacities and sizes distinct (no ties)
     from netsim.kernels.maxmin import HOP_BLOCK
 
     rng = np.random.default_rng(7)
-    nodes = [f"n{i}" for i in range(14)]
+    nodes = [f"n{i}" for i in range(20)]
     links = [
         Link(f"{a}>{b}", a, b, float(rng.uniform(5, 20)), 0.0)
         for u, v in itertools.pairwise(nodes)
@@ -394,13 +394,13 @@ def test_routes_and_predecessors_longer_than_a_block_match_the_reference():
     ]
     flows = []
     for i in range(24):
-        a, b = sorted(rng.choice(14, 2, replace=False))
+        a, b = sorted(rng.choice(20, 2, replace=False))
         if i % 2:
             a, b = b, a
         flows.append(
             Flow(f"f{i}", nodes[a], nodes[b], float(rng.uniform(1, 50)), start=float(rng.uniform(0, 2)))
         )
-    flows.append(Flow("last", "n0", "n13", 5.0, after=tuple(f.id for f in flows)))
+    flows.append(Flow("last", "n0", "n19", 5.0, after=tuple(f.id for f in flows)))
     scenario = netsim.Scenario(links, flows)
     compiled = netsim.compile_scenario(scenario)
     assert min(compiled.program.route.shape[1], compiled.program.after.shape[1]) > HOP_BLOCK
