@@ -54,26 +54,35 @@ OK, MAX_EVENTS, STALLED, NONFINITE = (
 AnyArray = Array | np.ndarray
 
 
+def static(default):
+    """A field of a `pytree` class kept in the tree's structure, not among its leaves: a Python value that
+    shapes the compiled code (jit compiles once per value; a batch's trees must agree on it)."""
+    return dataclasses.field(default=default, metadata={"static": True})
+
+
 def pytree(cls: type) -> type:
-    """`cls` as a frozen dataclass that is a JAX pytree of its fields: what an `eqx.Module` gives these types,
-    without importing equinox on the way to a cached executable (0.1 s of every process's start). As
-    equinox does, unflattening skips `__init__`: JAX rebuilds pytrees around placeholders (float0 tangents,
-    vmap axes, None) that are not the fields' types."""
+    """`cls` as a frozen dataclass that is a JAX pytree of its fields (`static` ones in its structure):
+    what an `eqx.Module` gives these types, without importing equinox on the way to a cached executable
+    (0.1 s of every process's start). As equinox does, unflattening skips `__init__`: JAX rebuilds pytrees
+    around placeholders (float0 tangents, vmap axes, None) that are not the fields' types."""
     cls = dataclasses.dataclass(frozen=True, eq=False)(cls)
-    names = tuple(f.name for f in dataclasses.fields(cls))
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields if not f.metadata.get("static"))
+    statics = tuple(f.name for f in fields if f.metadata.get("static"))
     keys = tuple(jax.tree_util.GetAttrKey(name) for name in names)
 
-    def unflatten(_, leaves):
+    def unflatten(aux, leaves):
         obj = object.__new__(cls)
-        for name, value in zip(names, leaves, strict=True):
+        for name, value in (*zip(names, leaves, strict=True), *zip(statics, aux, strict=True)):
             object.__setattr__(obj, name, value)
         return obj
 
+    aux = lambda x: tuple(getattr(x, n) for n in statics)
     jax.tree_util.register_pytree_with_keys(
         cls,
-        lambda x: (tuple(zip(keys, (getattr(x, n) for n in names), strict=True)), None),
+        lambda x: (tuple(zip(keys, (getattr(x, n) for n in names), strict=True)), aux(x)),
         unflatten,
-        flatten_func=lambda x: (tuple(getattr(x, n) for n in names), None),
+        flatten_func=lambda x: (tuple(getattr(x, n) for n in names), aux(x)),
     )
     return cls
 

@@ -49,10 +49,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from ._types import pytree
+from ._types import pytree, static
 from .queueing import mg1_wait, queueing_delay
 
-#: most VCs one class may use on a channel (the Erlang-C recursion runs to it: a static loop)
+#: most VCs one class may use on a channel (the Erlang-C recursion runs at most to it: a static loop)
 MAX_VCS = 64
 #: rounds of the fixed point between VC occupancy and the waits downstream (on 8 x 8 uniform with 8 VCs and
 #: 4 x 4 uniform with 2, near saturation, the waits moved by under 0.01 cycles after 8; each round can only
@@ -83,6 +83,9 @@ class Router:
     limit: Float[
         ArrayLike, ""
     ]  # most cycles a packet waits at one channel (buffer drain time; inf: unbounded)
+    #: a whole number >= `vcs` (at most MAX_VCS) that the Erlang-C recursion runs to: static, so that it
+    #: is a loop of fixed length, as reverse-mode derivatives need, but no longer than the VCs that are there
+    vc_bound: int = static(MAX_VCS)
 
 
 @pytree
@@ -199,12 +202,14 @@ def vc_servers(router: Router, vc_split: Float[Array, " C"]) -> Float[Array, " C
     return jnp.maximum(jnp.floor(router.vcs / vc_split), 1.0)
 
 
-def erlang_c(servers: Float[Array, "*s"], offered: Float[Array, "*s"]) -> Float[Array, "*s"]:
-    """Chance that an arrival waits in an M/M/c queue: c = `servers` (whole, <= MAX_VCS), offered load
+def erlang_c(
+    servers: Float[Array, "*s"], offered: Float[Array, "*s"], bound: int = MAX_VCS
+) -> Float[Array, "*s"]:
+    """Chance that an arrival waits in an M/M/c queue: c = `servers` (whole, <= `bound`), offered load
     a = arrival rate x holding time < c. Erlang B by its recursion B_k = a B_(k-1) / (k + a B_(k-1)), then
     C = B / (1 - rho + rho B) with rho = a / c."""
     step = lambda k, b: jnp.where(k <= servers, offered * b / (k + offered * b), b)
-    blocked = jax.lax.fori_loop(1, MAX_VCS + 1, step, jnp.ones_like(offered))
+    blocked = jax.lax.fori_loop(1, bound + 1, step, jnp.ones_like(offered))
     rho = offered / servers
     return blocked / (1 - rho + rho * blocked)
 
@@ -223,19 +228,20 @@ def vc_wait(
     occupancy: Float[Array, "*R C"],
     servers: Float[Array, " C"],
     arrivals: Float[ArrayLike, "*R C"] | float = 1.0,
+    bound: int = MAX_VCS,
 ) -> Float[Array, "R K C"]:
     """Cycles a packet of each class waits for a free VC of its class on each channel: the M/D/c wait, taken
     as half the M/M/c (Erlang-C) wait C(c, a) x occupancy / (c - a), as M/D/1 is half M/M/1, times the
     arrivals' squared coefficient of variation (Allen-Cunneen; 1: random arrivals); a = rate x load x class
     share x occupancy, the class's VCs held on average (occupancy and arrivals per channel, or per rate and
-    channel). inf where a >= c."""
+    channel). inf where a >= c. `bound`: at least the most servers (`erlang_c`)."""
     occupancy = jnp.broadcast_to(occupancy, (rate.shape[0], load.shape[0]))[:, None, :]
     offered = rate[:, None, None] * load[None, None, :] * class_share[None] * occupancy
     servers = jnp.broadcast_to(servers, offered.shape)
     occupancy = jnp.broadcast_to(occupancy, offered.shape)
     free = offered < servers
     safe = jnp.where(free, offered, 0.0)
-    wait = 0.5 * erlang_c(servers, safe) * occupancy / (servers - safe)
+    wait = 0.5 * erlang_c(servers, safe, bound) * occupancy / (servers - safe)
     return jnp.where(
         free, wait * jnp.broadcast_to(arrivals, (rate.shape[0], load.shape[0]))[:, None, :], jnp.inf
     )
@@ -314,7 +320,7 @@ def coupled_waits(
     spaced = 1.0 if feeds is None else arrival_variability(rate, load, service, rho, feeds)
 
     def waits(occupancy):
-        by_class = vc_wait(rate, load, class_share, occupancy, servers, spaced)
+        by_class = vc_wait(rate, load, class_share, occupancy, servers, spaced, router.vc_bound)
         return contended + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
 
     idle = full(vc_occupancy(router, service, contention, exits)[None, :])
@@ -417,30 +423,40 @@ def accepted_rates(
     real = jnp.sum(sources, axis=1) > 0
     # first channel full at `saturation` with every source at one rate
     usage = usage / jnp.maximum(saturation * jnp.max(jnp.sum(usage, axis=0)), jnp.finfo(usage.dtype).tiny)
-    crossing = usage > 0
+    one = lambda mask: mask.astype(usage.dtype)
 
+    # every pass over sources x channels is a matrix-vector product (one BLAS call each, where masked
+    # sums and `any`s over the matrix run element by element)
     def fill(offered):
         cap = jnp.where(real, jnp.minimum(offered, 1 / injection), 0.0)
 
         def more(state):
-            _, frozen, rounds = state
+            _, _, frozen, rounds = state
             return ~jnp.all(frozen) & (rounds <= sources.shape[0])
 
         def round_(state):
-            x, frozen, rounds = state
-            growing = jnp.sum(jnp.where(frozen[:, None], 0.0, usage), axis=0)
-            room = 1 - x @ usage
+            x, used, frozen, rounds = state
+            growing = one(~frozen) @ usage
+            room = 1 - used
             step = jnp.min(jnp.where(growing > 0, room / jnp.where(growing > 0, growing, 1.0), jnp.inf))
             step = jnp.maximum(jnp.minimum(step, jnp.min(jnp.where(frozen, jnp.inf, cap - x))), 0.0)
             x = jnp.where(frozen, x, x + step)
-            full = (x @ usage >= 1 - 1e-12) & (growing > 0)
-            frozen = frozen | jnp.any(crossing & full[None, :], axis=1) | (x >= cap * (1 - 1e-12))
-            return x, frozen, rounds + 1
+            used = x @ usage
+            full = (used >= 1 - 1e-12) & (growing > 0)
+            # usage >= 0, so a source crosses a full channel where its usage of the full ones sums above 0
+            frozen = frozen | (usage @ one(full) > 0) | (x >= cap * (1 - 1e-12))
+            return x, used, frozen, rounds + 1
 
         # below saturation (where the caller keeps the offered rate) no rounds: a batch's loop runs as
         # long as its longest member's
-        x = jax.lax.while_loop(more, round_, (jnp.zeros_like(cap), ~real | (offered < saturation), 0))[0]
-        return jnp.sum(x) / jnp.maximum(jnp.sum(real.astype(x.dtype)), 1.0)
+        start = (
+            jnp.zeros_like(cap),
+            jnp.zeros(usage.shape[1], usage.dtype),
+            ~real | (offered < saturation),
+            0,
+        )
+        x = jax.lax.while_loop(more, round_, start)[0]
+        return jnp.sum(x) / jnp.maximum(jnp.sum(one(real)), 1.0)
 
     return jnp.where(rate < saturation, rate, jax.vmap(fill)(rate))
 

@@ -210,9 +210,13 @@ def curves(loads: list[Load], flits: list[float], routers: list[Router], rates: 
         exits[i, : x.load.size] = x.exits
         share[i, : x.class_share.shape[0], : x.load.size] = x.class_share
         split[i, : x.load.size] = x.vc_split
-    # the shape's cycles per router-to-router channel where it fixes them, else the router's
+    # the shape's cycles per router-to-router channel where it fixes them, else the router's; one VC bound
+    # (a static loop length) for the batch: its largest
+    bound = max(r.vc_bound for r in routers)
     routers = [
-        r if x.link is None else eqx.tree_at(lambda t: t.link, r, np.float64(x.link))
+        dataclasses.replace(
+            r if x.link is None else eqx.tree_at(lambda t: t.link, r, np.float64(x.link)), vc_bound=bound
+        )
         for r, x in zip(routers, loads, strict=True)
     ]
     # stacked on the host: one transfer into the one compiled call, no eager JAX ops to compile

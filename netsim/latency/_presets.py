@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from .._compile import bucket
 from .._errors import ScenarioError
 from ..data import DATA_DIR
 from ..kernels.latency import MAX_VCS, Router
@@ -60,6 +61,7 @@ class RouterPreset:
             wormhole=f(self.wormhole),
             variability=f(self.variability),
             limit=f(self.limit),
+            vc_bound=bucket(self.num_vcs, 1),  # a power of two: few executables
         )
 
 

@@ -1,5 +1,6 @@
 """The steady-state latency kernel against closed forms, and its derivatives against finite differences."""
 
+import dataclasses
 import math
 
 import jax
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from netsim.kernels.latency import Router, accepted_rates, erlang_c, load_latency, vc_wait
+from netsim.kernels.latency import MAX_VCS, Router, accepted_rates, erlang_c, load_latency, vc_wait
 
 _latency = jax.jit(load_latency)  # one compile per shape, not eager op by op
 
@@ -182,6 +183,27 @@ def test_erlang_c_against_its_sum(c):
     a = np.array([0.05, 0.4, 0.8, 0.97]) * c
     got = jax.jit(erlang_c)(jnp.full(a.shape, float(c)), jnp.asarray(a))
     np.testing.assert_allclose(got, [_erlang_c_by_its_sum(c, x) for x in a], rtol=1e-12)
+
+
+_erlang_c = jax.jit(erlang_c, static_argnums=2)
+
+
+@pytest.mark.parametrize("c", [1, 3, 8])
+def test_erlang_c_runs_its_recursion_to_the_bound(c):
+    # the recursion's length is static (Router.vc_bound): any bound from the servers up gives the same bits
+    # as MAX_VCS, and one below them cuts it short
+    servers, a = jnp.full(4, float(c)), jnp.asarray(np.array([0.05, 0.4, 0.8, 0.97]) * c)
+    full = _erlang_c(servers, a, MAX_VCS)
+    for bound in (c, c + 1, 16):
+        np.testing.assert_array_equal(_erlang_c(servers, a, bound), full)
+    assert np.all(_erlang_c(servers, a, c - 1) > full)  # stopped at c - 1 servers: more arrivals wait
+
+
+def test_vc_bound_is_structure_not_a_leaf():
+    # a static field: not among the leaves that vmap and grad see, kept through flatten and unflatten
+    router = _router()
+    leaves, tree = jax.tree.flatten(dataclasses.replace(router, vc_bound=8))
+    assert len(leaves) == 11 and jax.tree.unflatten(tree, leaves).vc_bound == 8 and router.vc_bound == MAX_VCS
 
 
 def test_vc_wait_by_hand():

@@ -84,6 +84,8 @@ def test_vc_classes_of_a_torus_and_a_mesh():
     np.testing.assert_array_equal(mesh.vc_split, 1.0)
     with pytest.raises(NetsimError, match="vcs: at most 64 virtual channels, got 65"):
         nl.booksim(vcs=65)
+    # the Erlang-C recursion's static length: the VCs rounded up to a power of two (few executables)
+    assert [nl.booksim(vcs=v).router().vc_bound for v in (1, 2, 3, 8, 9, 64)] == [1, 2, 4, 8, 16, 64]
 
 
 @pytest.mark.parametrize("k", [4, 6, 8, 16])
