@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from netsim.kernels.latency import Router
+from netsim.kernels.latency import Router, erlang_bound
 
 import netsim
 from netsim.checks import write_atomic
@@ -142,6 +142,7 @@ def _pack(curves: list[Curve]):
     mask = np.stack([pad(np.isin(c.offered, c.rates[c.scored]).astype(float), n_rates) for c in curves])
     batch = {k: jnp.asarray(v) for k, v in batch.items()}
     batch["feeds"] = jax.tree.map(jnp.asarray, stack_feeds(loads))
+    batch["vc_bound"] = erlang_bound(max(c.num_vcs for c in curves))  # static: a Python int
     return batch, jnp.asarray(target), jnp.asarray(mask)
 
 
@@ -152,6 +153,7 @@ def predict(router: Router, batch: dict):
     # its flits (traced here: as a host constant it changed the fit's last bits)
     fields = tuple(args.pop(k) for k in ("link", "vcs", "buffer"))
     shape = eqx.tree_at(lambda r: (r.link, r.vcs, r.buffer), router, fields)
+    shape = dataclasses.replace(shape, vc_bound=args.pop("vc_bound"))
     service = args["flits"][:, None] * jnp.ones_like(args["load"])
     c = netsim.vmap_latency(**args, service=service, router=shape)
     return c.latency, c.saturation, c.accepted

@@ -202,6 +202,11 @@ def vc_servers(router: Router, vc_split: Float[Array, " C"]) -> Float[Array, " C
     return jnp.maximum(jnp.floor(router.vcs / vc_split), 1.0)
 
 
+def erlang_bound(vcs: int) -> int:
+    """`Router.vc_bound` for routers of up to `vcs` VCs: the next power of two (few executables)."""
+    return 1 << max(int(vcs) - 1, 0).bit_length()
+
+
 def erlang_c(
     servers: Float[Array, "*s"], offered: Float[Array, "*s"], bound: int = MAX_VCS
 ) -> Float[Array, "*s"]:

@@ -19,10 +19,9 @@ import math
 
 import numpy as np
 
-from .._compile import bucket
 from .._errors import ScenarioError
 from ..data import DATA_DIR
-from ..kernels.latency import MAX_VCS, Router
+from ..kernels.latency import MAX_VCS, Router, erlang_bound
 
 FITTED = "latency_booksim.json"
 
@@ -61,7 +60,7 @@ class RouterPreset:
             wormhole=f(self.wormhole),
             variability=f(self.variability),
             limit=f(self.limit),
-            vc_bound=bucket(self.num_vcs, 1),  # a power of two: few executables
+            vc_bound=erlang_bound(self.num_vcs),
         )
 
 
