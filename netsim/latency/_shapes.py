@@ -176,7 +176,10 @@ def parse_shape(text: str) -> Cube:
     most MAX_NODES nodes."""
     m = re.fullmatch(r"(mesh|torus):(\d+(?:x\d+)*)", text.strip())
     if not m:
-        raise ScenarioError(f"topology: expected mesh:KxK or torus:KxK, got {text!r}")
+        raise ScenarioError(
+            f"topology: expected mesh:KxK or torus:KxK, got {text!r} (a netsim topology such as mi300x takes "
+            "its traffic from Python: netsim.latency.topology_load, as examples/latency_mi300x.py does)"
+        )
     sides = [int(x) for x in m.group(2).split("x")]
     if len(set(sides)) != 1:
         raise ScenarioError(f"topology: {text!r} has unequal sides; BookSim's k-ary n-cube needs KxK")

@@ -67,6 +67,10 @@ def test_uniform_hotspot_and_bad_patterns():
         nl.traffic_matrix("transpose", 8, 3)  # 512 nodes: not a square
     with pytest.raises(NetsimError, match="unequal sides"):
         nl.parse_shape("mesh:4x8")
+    with pytest.raises(
+        NetsimError, match=r"got 'mi300x' \(a netsim topology .* netsim.latency.topology_load"
+    ):
+        nl.parse_shape("mi300x")
 
 
 def test_vc_classes_of_a_torus_and_a_mesh():
