@@ -151,42 +151,35 @@ class Result:
         The flow's time is first_byte - start of latency, then the sum of these values of transfer.
         """
         i = _find(self.flow_ids, flow_id, "flow")
-        out: dict[str, float] = {}
-        for hop, rid in enumerate(self.compiled.hops[i]):
-            if self.held[i, hop] > 0:
-                out[rid] = out.get(rid, 0.0) + float(self.held[i, hop])
-        return out
+        return _held_by(self.compiled.hops[i], self.held[i].tolist())
 
     # --- output ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        # Python floats, read once: NumPy's scalar indexing would cost a microsecond per number
         flows = [
-            {
-                "id": fid,
-                "start": float(a),
-                "first_byte": float(b),
-                "finish": float(c),
-                "bottlenecks": self.bottlenecks(fid),
-            }
-            for fid, a, b, c in zip(
-                self.flow_ids, self.flow_start, self.flow_first_byte, self.flow_finish, strict=True
+            {"id": fid, "start": a, "first_byte": b, "finish": c, "bottlenecks": _held_by(hops, held)}
+            for fid, a, b, c, hops, held in zip(
+                self.flow_ids,
+                self.flow_start.tolist(),
+                self.flow_first_byte.tolist(),
+                self.flow_finish.tolist(),
+                self.compiled.hops,
+                self.held.tolist(),
+                strict=True,
             )
         ]
         tasks = [
-            {"id": tid, "start": float(a), "finish": float(b)}
-            for tid, a, b in zip(self.task_ids, self.task_start, self.task_finish, strict=True)
-        ]
-        links = [
-            {"id": lid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
-            for lid, b, u, x in zip(
-                self.link_ids, self.link_bytes, self.link_busy, self.link_utilization, strict=True
+            {"id": tid, "start": a, "finish": b}
+            for tid, a, b in zip(
+                self.task_ids, self.task_start.tolist(), self.task_finish.tolist(), strict=True
             )
         ]
-        shared = [
-            {"id": rid, "bytes": float(b), "busy": float(u), "utilization": float(x)}
-            for rid, b, u, x in zip(
-                self.shared_ids, self.shared_bytes, self.shared_busy, self.shared_utilization, strict=True
-            )
+        usage = lambda ids, used, busy, utilization: [
+            {"id": rid, "bytes": b, "busy": u, "utilization": x}
+            for rid, b, u, x in zip(ids, used.tolist(), busy.tolist(), utilization.tolist(), strict=True)
         ]
+        links = usage(self.link_ids, self.link_bytes, self.link_busy, self.link_utilization)
+        shared = usage(self.shared_ids, self.shared_bytes, self.shared_busy, self.shared_utilization)
         return {
             "scenario": self.compiled.scenario.name,
             "makespan": self.makespan,
@@ -404,6 +397,16 @@ def _positions(ids: tuple[str, ...]) -> dict[str, int]:
             del _POSITIONS[next(iter(_POSITIONS))]
         hit = _POSITIONS[id(ids)] = (ids, {k: i for i, k in enumerate(ids)})
     return hit[1]
+
+
+def _held_by(hops: tuple[str, ...], held: list[float]) -> dict[str, float]:
+    """A flow's seconds held back per resource id, from its hops' ids and its row of `held` (the resources
+    that never held it left out; a resource it crosses twice summed)."""
+    out: dict[str, float] = {}
+    for rid, seconds in zip(hops, held, strict=False):  # held: padded to the most hops
+        if seconds > 0:
+            out[rid] = out.get(rid, 0.0) + seconds
+    return out
 
 
 def _find(ids: tuple[str, ...], key: str, kind: str) -> int:
