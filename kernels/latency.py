@@ -68,7 +68,8 @@ WAIT_CAP = 1e9
 @pytree
 class Router:
     """A router and its channels, in cycles (one flit per cycle per channel); fields are 0-d arrays (NumPy
-    on the host, so that a batch of them stacks without JAX ops)."""
+    on the host, so that a batch of them stacks without JAX ops), but `vc_bound`, a Python int in the tree's
+    structure (a batch's routers share it)."""
 
     pipeline: Float[ArrayLike, ""]  # cycles a head flit spends in each router it crosses
     link: Float[ArrayLike, ""]  # cycles on each router-to-router channel
