@@ -141,7 +141,7 @@ def test_parameter_recovery_and_closed_forms():
         steps=1500,
         learning_rate=0.05,
         freeze=FREEZE,
-        target=1e-16,
+        target=1e-13,  # 20x under what is asserted: 233 Adam steps instead of 314 to 1e-16
         progress=None,
     )
     got = np.asarray(ravel_pytree(res.params)[0])
