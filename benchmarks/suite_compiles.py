@@ -47,7 +47,7 @@ jax.monitoring.register_event_duration_secs_listener(_listen)
 
 
 def pytest_configure(config) -> None:
-    if "SUITE_COMPILES_DIR" not in os.environ:  # the controller: its workers inherit the folder
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # the controller (or the one process): workers inherit it
         os.environ["SUITE_COMPILES_DIR"] = tempfile.mkdtemp(prefix="suite-compiles-")
 
 
