@@ -31,7 +31,7 @@ from netsim.kernels.latency import Router, erlang_bound
 import netsim
 from netsim.checks import write_atomic
 from netsim.data import DATA_DIR
-from netsim.latency import Load, router_preset, shape_load, stack_feeds, stack_sources
+from netsim.latency import Load, parse_shape, router_preset, shape_load, stack_feeds, stack_sources
 
 #: curves the coefficients are fitted on: two sizes, three packet sizes, two VC counts, uniform traffic
 TRAIN = (
@@ -194,8 +194,8 @@ def _theta(router: Router) -> jax.Array:
 
 def drawn(curves: list[Curve], n: int, seed: int) -> tuple[str, ...]:
     """n curves outside TRAIN drawn at random (seeded) from those on 2-D shapes up to DRAW_SIDE a side."""
-    side = lambda c: [int(x) for x in c.topology.split(":")[1].split("x")]
-    pool = [c.name for c in curves if c.name not in TRAIN and len(side(c)) == 2 and max(side(c)) <= DRAW_SIDE]
+    small = lambda cube: cube.n == 2 and cube.k <= DRAW_SIDE
+    pool = [c.name for c in curves if c.name not in TRAIN and small(parse_shape(c.topology))]
     if not 0 <= n <= len(pool):
         raise ValueError(
             f"--draw: between 0 and {len(pool)} curves (2-D shapes up to {DRAW_SIDE} a side), got {n}"
