@@ -56,10 +56,11 @@ def pytest_runtest_logstart(nodeid: str, location) -> None:
 
 
 def _write_json(path: str, data: dict) -> None:
-    """Whole or not at all: a run stopped while writing leaves no half file."""
-    with open(path + ".part", "w") as f:
-        json.dump(data, f, indent=1)
-    os.replace(path + ".part", path)
+    """Whole or not at all (a stopped run leaves no half file). netsim is imported here, after the run: a
+    plugin that imported it on loading would come before jaxtyping's import hook, which then refuses."""
+    from netsim.checks import write_atomic
+
+    write_atomic(path, json.dumps(data, indent=1))
 
 
 def pytest_sessionfinish(session) -> None:
