@@ -265,8 +265,9 @@ def test_the_fits_draw_is_seeded_and_keeps_to_small_2d_shapes():
     assert all(len(s) == 2 and int(s[0]) <= fitting.DRAW_SIDE for s in sides)
     with pytest.raises(ValueError, match=r"--draw: between 0 and \d+ curves"):
         fitting.drawn(curves, len(curves), seed=0)
-    with pytest.raises(SystemExit):  # argparse's error, exit status 2
+    with pytest.raises(SystemExit) as stop:  # argparse's error
         fitting.main(["--draw", "-1"])
+    assert stop.value.code == 2
 
 
 def test_a_fit_of_no_steps_returns_where_it_started():
