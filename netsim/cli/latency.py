@@ -50,7 +50,11 @@ def register(subparsers) -> None:
         "model (docs/latency.md). Rates in packets per node per cycle, latency in cycles (and ns with "
         "--clock).",
     )
-    p.add_argument("--topology", default="mesh:8x8", help="mesh:KxK or torus:KxK (default mesh:8x8)")
+    p.add_argument(
+        "--topology",
+        default="mesh:8x8",
+        help="mesh:KxK or torus:KxK, any number of sides (torus:16 is a ring; default mesh:8x8)",
+    )
     p.add_argument(
         "--traffic",
         default="uniform",
