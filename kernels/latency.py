@@ -29,7 +29,9 @@ latency, creation to tail ejection, is
       packet's class (`vc_wait`): Erlang-C over the class's VCs, each held for the packet's holding time,
       the VC's turnaround and the packet's wait at the channel it takes next (its flits sit in the next
       router's buffer, the VC's, until it moves on): a fixed point between occupancies and waits
-      (`coupled_waits`, given where each channel's packets go next: `Feeds`); those packets come spaced by
+      (`coupled_waits`, given where each channel's packets go next: `Feeds`; of a wait behind packets of
+      the packet's own port only the part past the VCs' idle occupancy holds the VC before: `own_port_wait`);
+      those packets come spaced by
       the channel before, so their wait is scaled by their arrivals' variability (`arrival_variability`)
 
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
@@ -311,8 +313,9 @@ def coupled_waits(
 ) -> tuple[Float[Array, "R C"], Float[Array, "R C"], Float[Array, "R C"]]:
     """(wait, VC occupancy, utilization) of every channel at each rate. The wait is the M/G/1 one of the
     packets from other ports plus, for those from the same port, the wait for a VC of their class; a VC is
-    held for the packet's holding time and turnaround and, with `feeds`, its wait downstream, which itself
-    depends on the VCs there: COUPLING_ROUNDS rounds of that fixed point, from the idle occupancy up."""
+    held for the packet's holding time and turnaround and, with `feeds`, its wait downstream (`own_port_wait`),
+    which itself depends on the VCs there: COUPLING_ROUNDS rounds of that fixed point, from the idle occupancy
+    up."""
     holding = holding_time(router, service, contention)
     rho = rate[:, None] * (load * channel_time(router, service, contention, divergence, exits))[None, :]
     full = lambda x: jnp.broadcast_to(x, rho.shape)  # the queueing formulas take equal shapes
@@ -325,16 +328,36 @@ def coupled_waits(
     # packets from one port come spaced by the channel before (random arrivals without feeds to say which)
     spaced = 1.0 if feeds is None else arrival_variability(rate, load, service, rho, feeds)
 
-    def waits(occupancy):
+    idle = full(vc_occupancy(router, service, contention, exits)[None, :])
+
+    def waits(occupancy, upstream=False):
         by_class = vc_wait(rate, load, class_share, occupancy, servers, spaced, router.vc_bound)
+        if upstream:  # the part of the VC wait that holds the VC before it: `own_port_wait`
+            by_class = own_port_wait(by_class, occupancy - idle, contention)
         return contended + jnp.sum(jnp.where(same_port > 0, same_port * by_class, 0.0), axis=1)
 
-    idle = full(vc_occupancy(router, service, contention, exits)[None, :])
     occupancy = idle
     if feeds is not None:
-        step = lambda _, occ: idle + downstream_wait(waits(occ), feeds, load)
+        step = lambda _, occ: idle + downstream_wait(waits(occ, upstream=True), feeds, load)
         occupancy = jax.lax.fori_loop(0, COUPLING_ROUNDS, step, idle)
     return waits(occupancy), occupancy, rho
+
+
+def own_port_wait(
+    wait: Float[Array, "R K C"], held_longer: Float[Array, "R C"], contention: Float[Array, " C"]
+) -> Float[Array, "R K C"]:
+    """The VC wait that lengthens the occupancy of the VC a packet came by. Behind a packet from its own port,
+    a packet waits for VCs that its port's earlier packets hold for a share 1 - contention of the time; those
+    left the VCs of the channel before only as they got these, so that channel's VC pool already spaces them
+    by these VCs' idle occupancy, and its packets wait on them no longer than the VCs are held past it (their
+    wait downstream, `held_longer`). Counting their whole queue there too would charge the same wait to both
+    pools, and on a chain of channels fed one by one (a tornado or neighbor permutation) compound it: with 2
+    VCs the 4x4 mesh tornado saturated at 0.083 packets per node per cycle, half BookSim's 0.163, which is its
+    VCs' idle limit. The VCs other ports' packets hold are a queue as before. The packet's latency keeps the
+    whole wait (it waits once, here or for the VC before). Finite (waits at most WAIT_CAP)."""
+    wait = jnp.minimum(wait, WAIT_CAP)
+    own = jnp.minimum(wait, held_longer[:, None, :])
+    return own + contention[None, None, :] * (wait - own)
 
 
 def vc_fullness(rate: Float[Array, ""], args: tuple) -> Float[Array, ""]:

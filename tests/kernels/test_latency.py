@@ -316,6 +316,51 @@ def test_a_vc_is_held_while_its_packet_waits_downstream():
     assert np.isinf(_tandem(np.array([s * 1.001]), r, feeds).latency[0])
 
 
+def test_own_port_wait_by_hand():
+    from netsim.kernels.latency import WAIT_CAP, own_port_wait
+
+    wait = jnp.asarray([[[3.0, 3.0, 3.0, jnp.inf]]])
+    held_longer = jnp.asarray([[1.0, 1.0, 5.0, 2.0]])
+    contention = jnp.asarray([0.0, 0.5, 0.5, 1.0])
+    got = np.asarray(own_port_wait(wait, held_longer, contention))[0, 0]
+    # fed by its own port only: at most the VCs' time held past idle; other ports' share: the whole queue;
+    # a full pool's infinite wait stays finite where it lengthens an occupancy
+    np.testing.assert_allclose(got, [1.0, 1.0 + 0.5 * 2.0, 3.0, WAIT_CAP], rtol=1e-12)
+
+
+def test_a_chain_fed_one_by_one_saturates_where_its_last_pool_does():
+    # channels 0 -> 1 -> 2, each fed only by the one before (no contention on 0 and 1, VC pools of 2); 2 is
+    # the ejection channel of the tandem above (an M/D/1 queue for the half of its packets from another
+    # port). Channel 1's VCs are held 12 cycles idle plus the wait at 2; channel 0's VCs the same at most:
+    # its packets wait on channel 1's VCs no longer than those are held past idle, so 0's pool fills no
+    # sooner than 1's, and the chain saturates where rate x (12 + wait at 2) = 2, as the tandem does (with
+    # the whole Erlang-C wait in 0's occupancy it saturated at 0.90 of that)
+    from netsim.kernels.latency import Feeds
+
+    feeds = Feeds(jnp.asarray([0, 1]), jnp.asarray([1, 2]), jnp.asarray([1.0, 1.0]))
+    r = _router(vcs=2.0)
+    chain = _latency(
+        jnp.asarray([0.02, 0.05]),
+        jnp.asarray([1.0, 1.0, 2.0]),
+        jnp.asarray([4.0, 4.0, 4.0]),
+        jnp.asarray([0.0, 0.0, 0.5]),
+        jnp.zeros(3),
+        jnp.asarray([0.0, 0.0, 1.0]),
+        jnp.asarray([[1.0, 1.0, 0.0]]),
+        jnp.ones(3),
+        jnp.asarray(2.0),
+        jnp.asarray(2.0),
+        jnp.asarray(4.0),
+        r,
+        feeds,
+    )
+    s = float(chain.saturation)
+    rho = s * 8.0
+    assert s * (12.0 + 0.5 * rho * 4.0 / (2 * (1 - rho))) == pytest.approx(2.0, rel=1e-9)
+    pair = Feeds(jnp.asarray([0]), jnp.asarray([1]), jnp.asarray([1.0]))
+    assert s == pytest.approx(float(_tandem(np.array([0.02]), r, pair).saturation), rel=1e-9)
+
+
 def test_arrivals_from_a_busy_channel_are_spaced():
     # channel 1 takes 1/4 of its packets from channel 0 (busy rho0), the rest from its node's injection
     # channel (busy rate x 4 flits): their mean busyness b gives the arrivals' variability 1 - b^2 (Whitt:
