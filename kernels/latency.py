@@ -31,8 +31,8 @@ latency, creation to tail ejection, is
       router's buffer, the VC's, until it moves on): a fixed point between occupancies and waits
       (`coupled_waits`, given where each channel's packets go next: `Feeds`; of a wait behind packets of
       the packet's own port only the part past the VCs' idle occupancy holds the VC before: `own_port_wait`);
-      those packets come spaced by
-      the channel before, so their wait is scaled by their arrivals' variability (`arrival_variability`)
+      those packets come spaced by the channel before, so their wait is scaled by their arrivals'
+      variability (`arrival_variability`)
 
 averaged over packets: sum_c load[c] * wait[c] / nodes. The network saturates when its busiest channel
 does: saturation = 1 / max_c(load * holding / efficiency), at the injection channel (1 / S), or where
